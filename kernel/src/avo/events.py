@@ -1,0 +1,202 @@
+"""AgentEvent, EventType, append-time invariants.
+
+The six §6 invariants are checked by :func:`validate_event_append` against a
+small incremental summary of a run's log (:class:`RunLogState`), so checking an
+append costs O(1) however long the run is. Stores keep one ``RunLogState`` per
+run (or rebuild it with :meth:`RunLogState.from_events`) and call
+``validate_event_append`` then ``state.apply(event)`` on every write path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field, JsonValue
+
+from avo.exceptions import EventInvariantError, InvalidStateTransitionError
+from avo.models import AvoModel, new_id, utc_now
+from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
+
+
+class EventType(StrEnum):
+    """Every kind of event a run's log can hold (the 21 listed in §6)."""
+
+    RUN_CREATED = "run_created"
+    STATE_CHANGED = "state_changed"
+    MODEL_REQUESTED = "model_requested"
+    MODEL_RESPONDED = "model_responded"
+    MODEL_FAILED = "model_failed"
+    ROUTE_FAILOVER = "route_failover"
+    SAVER_APPLIED = "saver_applied"
+    TOOL_REQUESTED = "tool_requested"
+    TOOL_APPROVAL_REQUESTED = "tool_approval_requested"
+    TOOL_APPROVED = "tool_approved"
+    TOOL_DENIED = "tool_denied"
+    TOOL_STARTED = "tool_started"
+    TOOL_COMPLETED = "tool_completed"
+    TOOL_FAILED = "tool_failed"
+    POLICY_TRIGGERED = "policy_triggered"
+    CHECKPOINT_CREATED = "checkpoint_created"
+    RUN_RESUMED = "run_resumed"
+    RUN_COMPLETED = "run_completed"
+    RUN_FAILED = "run_failed"
+    RUN_STOPPED = "run_stopped"
+    RUN_CANCELLED = "run_cancelled"
+
+
+TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(
+    {
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_STOPPED,
+        EventType.RUN_CANCELLED,
+    }
+)
+
+TERMINAL_EVENT_FOR_STATE: dict[RunState, EventType] = {
+    RunState.COMPLETED: EventType.RUN_COMPLETED,
+    RunState.FAILED: EventType.RUN_FAILED,
+    RunState.STOPPED: EventType.RUN_STOPPED,
+    RunState.CANCELLED: EventType.RUN_CANCELLED,
+}
+
+
+class AgentEvent(AvoModel):
+    """One immutable entry of a run's event log."""
+
+    event_id: str = Field(default_factory=new_id)
+    run_id: str = Field(min_length=1)
+    sequence: int = Field(default=0, ge=0)
+    event_type: EventType
+    created_at: datetime = Field(default_factory=utc_now)
+    payload: dict[str, JsonValue] = Field(default_factory=dict)
+    parent_event_id: str | None = None
+
+
+@dataclass
+class RunLogState:
+    """What the invariants need to know about a run's log so far."""
+
+    run_id: str
+    created: bool = False
+    terminal: bool = False
+    state: RunState = RunState.CREATED
+    model_responded: bool = False
+    last_sequence: int = 0
+    started_tool_calls: set[str] = field(default_factory=set)
+    finished_tool_calls: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_events(cls, run_id: str, events: Iterable[AgentEvent]) -> RunLogState:
+        """Rebuild the summary from a stored log (ascending sequence)."""
+        state = cls(run_id=run_id)
+        for event in events:
+            state.apply(event)
+        return state
+
+    @property
+    def open_tool_calls(self) -> set[str]:
+        """Tool calls that started without a recorded result."""
+        return self.started_tool_calls - self.finished_tool_calls
+
+    def apply(self, event: AgentEvent) -> None:
+        """Fold an accepted event into the summary."""
+        kind = event.event_type
+        self.last_sequence = max(self.last_sequence, event.sequence)
+        if kind is EventType.RUN_CREATED:
+            self.created = True
+        elif kind is EventType.STATE_CHANGED:
+            self.state = RunState(str(event.payload["to_state"]))
+        elif kind is EventType.MODEL_RESPONDED:
+            self.model_responded = True
+        elif kind is EventType.TOOL_STARTED:
+            self.started_tool_calls.add(str(event.payload["tool_call_id"]))
+        elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+            self.finished_tool_calls.add(str(event.payload["tool_call_id"]))
+        elif kind in TERMINAL_EVENT_TYPES:
+            self.terminal = True
+
+
+def _fail(state: RunLogState, message: str) -> EventInvariantError:
+    return EventInvariantError(f"run {state.run_id}: {message}", run_id=state.run_id)
+
+
+def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
+    """Raise EventInvariantError unless ``event`` may follow the log ``state`` summarises.
+
+    The rules (§6): the first event is RUN_CREATED and there is exactly one;
+    nothing follows a terminal event; STATE_CHANGED carries a legal transition
+    from the current state; a tool result needs a prior TOOL_STARTED of the same
+    call and no earlier result; a terminal event's state and stop reason agree;
+    RUN_COMPLETED needs a prior MODEL_RESPONDED.
+    """
+    kind = event.event_type
+    if event.run_id != state.run_id:
+        raise _fail(state, f"event belongs to run {event.run_id}")
+    if state.terminal:
+        raise _fail(state, f"cannot append {kind.value} after a terminal event")
+    if not state.created:
+        if kind is not EventType.RUN_CREATED:
+            raise _fail(state, f"the first event must be run_created, got {kind.value}")
+        return
+    if kind is EventType.RUN_CREATED:
+        raise _fail(state, "run_created may appear only once")
+    payload = event.payload
+    if kind is EventType.STATE_CHANGED:
+        _check_state_changed(state, payload)
+    elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+        call_id = payload.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id not in state.started_tool_calls:
+            raise _fail(state, f"{kind.value} for tool call {call_id!r} without tool_started")
+        if call_id in state.finished_tool_calls:
+            raise _fail(state, f"tool call {call_id!r} already has a result")
+    elif kind is EventType.TOOL_STARTED:
+        call_id = payload.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise _fail(state, "tool_started requires a tool_call_id")
+    elif kind in TERMINAL_EVENT_TYPES:
+        _check_terminal(state, kind, payload)
+
+
+def _check_state_changed(state: RunLogState, payload: dict[str, JsonValue]) -> None:
+    try:
+        source = RunState(str(payload.get("from_state")))
+        target = RunState(str(payload.get("to_state")))
+    except ValueError as exc:
+        raise _fail(state, f"state_changed payload has an unknown state: {exc}") from None
+    if source is not state.state:
+        raise _fail(
+            state,
+            f"state_changed from {source.value} but the run is in {state.state.value}",
+        )
+    try:
+        validate_transition(source, target)
+    except InvalidStateTransitionError as exc:
+        raise _fail(state, str(exc)) from None
+
+
+def _check_terminal(state: RunLogState, kind: EventType, payload: dict[str, JsonValue]) -> None:
+    try:
+        run_state = RunState(str(payload.get("state")))
+        raw_reason = payload.get("stop_reason")
+        reason = StopReason(str(raw_reason)) if raw_reason is not None else None
+        validate_terminal_outcome(run_state, reason)
+    except (ValueError, InvalidStateTransitionError) as exc:
+        raise _fail(state, f"{kind.value} has an invalid outcome: {exc}") from None
+    if TERMINAL_EVENT_FOR_STATE.get(run_state) is not kind:
+        raise _fail(state, f"{kind.value} cannot carry state {run_state.value}")
+    if kind is EventType.RUN_COMPLETED and not state.model_responded:
+        raise _fail(state, "run_completed requires a prior model_responded")
+
+
+__all__ = [
+    "TERMINAL_EVENT_FOR_STATE",
+    "TERMINAL_EVENT_TYPES",
+    "AgentEvent",
+    "EventType",
+    "RunLogState",
+    "validate_event_append",
+]

@@ -1,0 +1,219 @@
+"""The avo error hierarchy: every error avo raises is an ``AvoError``.
+
+::
+
+    AvoError
+    ├── InvalidStateTransitionError
+    ├── RunNotFoundError
+    ├── RunAlreadyTerminalError
+    ├── CheckpointNotFoundError
+    ├── UnsafeResumeError
+    ├── DuplicateToolError
+    ├── ToolNotFoundError
+    ├── ToolValidationError
+    ├── ToolExecutionError          (aliases: NotifierError, SandboxError, MCPError, SkillError)
+    ├── ToolAlreadyCompletedError
+    ├── StorageError
+    │   ├── EventInvariantError
+    │   └── LeaseError              (another writer holds the run)
+    ├── ProviderError(message, *, retryable=True)
+    │   └── FakeProviderExhaustedError   (retryable=False)
+    ├── ConfigError                 (also a ValueError)
+    ├── PluginError
+    │   └── PluginConflictError     (two packages claim one name)
+    └── OptionalDependencyError     (a name whose implementation lives in a plugin)
+
+Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
+callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
+for any ``AvoError``.
+"""
+
+from __future__ import annotations
+
+
+class AvoError(Exception):
+    """Root of every error avo raises."""
+
+
+class InvalidStateTransitionError(AvoError):
+    """A state transition the §5 table forbids."""
+
+
+class RunNotFoundError(AvoError):
+    """No run with the given id exists in the store."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class RunAlreadyTerminalError(AvoError):
+    """The run already reached a terminal state."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class CheckpointNotFoundError(AvoError):
+    """The run has no checkpoint to resume from."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class UnsafeResumeError(AvoError):
+    """Resuming could repeat or hide a tool effect, so it is refused."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None = None,
+        tool_call_ids: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.tool_call_ids = tool_call_ids
+
+
+class DuplicateToolError(AvoError):
+    """Two tools with one name were registered."""
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolNotFoundError(AvoError):
+    """The model asked for a tool that is not registered."""
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolValidationError(AvoError):
+    """Tool arguments failed validation against the arguments model."""
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolExecutionError(AvoError):
+    """A tool raised while running."""
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+NotifierError = ToolExecutionError
+SandboxError = ToolExecutionError
+MCPError = ToolExecutionError
+SkillError = ToolExecutionError
+
+
+class ToolAlreadyCompletedError(AvoError):
+    """The tool call already has a durable result (idempotency guard)."""
+
+    def __init__(self, message: str, *, tool_call_id: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
+
+
+class StorageError(AvoError):
+    """The event store failed or holds data it cannot read."""
+
+
+class EventInvariantError(StorageError):
+    """An append would break one of the §6 event invariants."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class LeaseError(StorageError):
+    """Another writer holds the run's lease (or this writer's lease was fenced off)."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class ProviderError(AvoError):
+    """A model provider failed. ``retryable`` says whether trying again can help."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class FakeProviderExhaustedError(ProviderError):
+    """The FakeProvider's script has no more items."""
+
+    def __init__(self, message: str = "FakeProvider script is exhausted") -> None:
+        super().__init__(message, retryable=False)
+
+
+class ConfigError(AvoError, ValueError):
+    """Configuration (env vars, avo.toml, CLI flags) is invalid."""
+
+    def __init__(self, message: str, *, key: str | None = None, file: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.file = file
+
+
+class PluginError(AvoError):
+    """A plugin could not be discovered, loaded or used."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        plugin: str | None = None,
+        package: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.package = package
+
+
+class PluginConflictError(PluginError):
+    """Two distributions registered the same name in one plugin kind."""
+
+
+class OptionalDependencyError(AvoError, ImportError):
+    """A public name whose implementation ships in a plugin that is not installed."""
+
+
+__all__ = [
+    "AvoError",
+    "CheckpointNotFoundError",
+    "ConfigError",
+    "DuplicateToolError",
+    "EventInvariantError",
+    "FakeProviderExhaustedError",
+    "InvalidStateTransitionError",
+    "LeaseError",
+    "MCPError",
+    "NotifierError",
+    "OptionalDependencyError",
+    "PluginConflictError",
+    "PluginError",
+    "ProviderError",
+    "RunAlreadyTerminalError",
+    "RunNotFoundError",
+    "SandboxError",
+    "SkillError",
+    "StorageError",
+    "ToolAlreadyCompletedError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolValidationError",
+    "UnsafeResumeError",
+]

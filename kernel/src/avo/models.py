@@ -1,0 +1,229 @@
+"""Pydantic domain models shared across the runtime."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+
+from avo.state import RunState, StopReason, validate_terminal_outcome
+
+
+def new_id() -> str:
+    """Return a fresh UUID4 string."""
+    return str(uuid.uuid4())
+
+
+def utc_now() -> datetime:
+    """Return the current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def _require_aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise ValueError(
+            f"datetime {value.isoformat()} is naive; pass a timezone-aware value "
+            "(e.g. datetime.now(timezone.utc))"
+        )
+    return value
+
+
+class AvoModel(BaseModel):
+    """Base of every avo model: unknown keys are refused, assignments validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _aware_datetimes(cls, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return _require_aware(value)
+        return value
+
+
+class TokenUsage(AvoModel):
+    """Token counts of one or more model calls."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def plus(self, other: TokenUsage) -> TokenUsage:
+        """Return a new TokenUsage summing both."""
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ToolRisk(StrEnum):
+    """How much a tool can change: the permission modes decide by this class.
+
+    A tool that declares no risk is treated as EXECUTE, the most cautious class.
+    """
+
+    INSPECT = "inspect"
+    MODIFY = "modify"
+    EXECUTE = "execute"
+
+
+class ToolMetadata(AvoModel):
+    """What the model is told about a tool."""
+
+    name: str = Field(min_length=1)
+    description: str = Field(min_length=1)
+    input_schema: dict[str, JsonValue]
+    risk: ToolRisk | None = None
+
+    @property
+    def effective_risk(self) -> ToolRisk:
+        """The declared risk, or EXECUTE when the tool declared none."""
+        return self.risk or ToolRisk.EXECUTE
+
+
+class ToolCall(AvoModel):
+    """One tool invocation requested by the model."""
+
+    tool_call_id: str = Field(default_factory=new_id, min_length=1)
+    name: str = Field(min_length=1)
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ToolResult(AvoModel):
+    """The outcome of one tool call. Exactly one of success-with-output or error."""
+
+    tool_call_id: str
+    tool_name: str
+    success: bool
+    output: JsonValue | None = None
+    error: str | None = None
+    started_at: datetime
+    finished_at: datetime
+    duration_ms: float = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def validate_success_payload(self) -> ToolResult:
+        """Refuse a result that is both success and error, or a failure without error."""
+        if self.success and self.error is not None:
+            raise ValueError("a successful tool result cannot contain an error")
+        if not self.success and not self.error:
+            raise ValueError("a failed tool result must contain an error")
+        if self.finished_at < self.started_at:
+            raise ValueError("finished_at must not be earlier than started_at")
+        return self
+
+
+class ModelRequest(AvoModel):
+    """What the runtime sends to a provider for one step."""
+
+    request_id: str = Field(default_factory=new_id)
+    run_id: str = Field(min_length=1)
+    step: int = Field(ge=1)
+    messages: list[dict[str, JsonValue]]
+    tools: list[ToolMetadata] = Field(default_factory=list)
+    cache: bool = False
+    cache_prefix_messages: int | None = Field(default=None, ge=0)
+
+
+class ModelResponse(AvoModel):
+    """A provider's decision: a final answer (content) or one tool call."""
+
+    response_id: str = Field(default_factory=new_id)
+    content: str | None = None
+    tool_call: ToolCall | None = None
+    usage: TokenUsage | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelResponse:
+        if (self.content is None) == (self.tool_call is None):
+            raise ValueError("model response must contain exactly one of content or tool_call")
+        return self
+
+    @property
+    def is_final(self) -> bool:
+        """True for a plain content answer."""
+        return self.content is not None
+
+
+class RunRecord(AvoModel):
+    """The stored head of a run: its state and totals."""
+
+    run_id: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+    state: RunState = RunState.CREATED
+    stop_reason: StopReason | None = None
+    output: str | None = None
+    error: str | None = None
+    steps: int = Field(default=0, ge=0)
+    token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    token_accounting_available: bool = True
+    user_state: dict[str, JsonValue] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+    duration_seconds: float | None = None
+
+    @model_validator(mode="after")
+    def _outcome_agrees(self) -> RunRecord:
+        validate_terminal_outcome(self.state, self.stop_reason)
+        return self
+
+
+class Checkpoint(AvoModel):
+    """Everything needed to continue a run from a durable boundary."""
+
+    checkpoint_id: str = Field(default_factory=new_id)
+    run_id: str
+    created_at: datetime = Field(default_factory=utc_now)
+    state: RunState
+    messages: list[dict[str, JsonValue]]
+    next_step: int = Field(ge=1)
+    token_usage: TokenUsage
+    token_accounting_available: bool
+    consecutive_errors: int
+    repeated_action_history: list[str]
+    observation_fingerprints: list[str]
+    model_response_fingerprints: list[str]
+    progress_markers: list[str]
+    completed_tool_call_ids: set[str]
+    user_state: dict[str, JsonValue]
+    policy: dict[str, Any]
+    provider_metadata: dict[str, JsonValue]
+    pending_response: ModelResponse | None
+    last_event_sequence: int = 0
+
+
+class RunResult(AvoModel):
+    """What run() and resume() return."""
+
+    run_id: str
+    status: RunState
+    stop_reason: StopReason | None
+    output: str | None
+    error: str | None
+    steps: int
+    token_usage: TokenUsage
+    token_accounting_available: bool
+
+
+__all__ = [
+    "AvoModel",
+    "Checkpoint",
+    "ModelRequest",
+    "ModelResponse",
+    "RunRecord",
+    "RunResult",
+    "TokenUsage",
+    "ToolCall",
+    "ToolMetadata",
+    "ToolResult",
+    "ToolRisk",
+    "new_id",
+    "utc_now",
+]

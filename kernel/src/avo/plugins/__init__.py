@@ -1,0 +1,72 @@
+"""Plugin discovery and registration (pluggy over entry points).
+
+Entry-point groups, one per plugin kind; the entry point's name is the name the
+plugin registers, its value a pluggy plugin object (see :func:`provides`).
+"""
+
+from __future__ import annotations
+
+from avo.plugins.specs import (
+    HOOK_OF_KIND,
+    KIND_OF_SPEC,
+    PLUGIN_API_VERSION,
+    CommandSpec,
+    HookPluginSpec,
+    NotifierSpec,
+    PermissionSpec,
+    ProviderCapabilities,
+    ProviderSpec,
+    SandboxSpec,
+    Spec,
+    StoreSpec,
+    ToolSpec,
+    provides,
+)
+
+TOOL_GROUP = "avo.tools"
+NOTIFIER_GROUP = "avo.notifiers"
+PROVIDER_GROUP = "avo.providers"
+STORE_GROUP = "avo.stores"
+HOOK_GROUP = "avo.hooks"
+PERMISSION_GROUP = "avo.permissions"
+SANDBOX_GROUP = "avo.sandboxes"
+COMMAND_GROUP = "avo.commands"
+
+GROUP_OF_KIND: dict[str, str] = {
+    "provider": PROVIDER_GROUP,
+    "tool": TOOL_GROUP,
+    "store": STORE_GROUP,
+    "notifier": NOTIFIER_GROUP,
+    "hook": HOOK_GROUP,
+    "permission": PERMISSION_GROUP,
+    "sandbox": SANDBOX_GROUP,
+    "command": COMMAND_GROUP,
+}
+ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
+
+__all__ = [
+    "ALL_GROUPS",
+    "COMMAND_GROUP",
+    "GROUP_OF_KIND",
+    "HOOK_GROUP",
+    "HOOK_OF_KIND",
+    "KIND_OF_SPEC",
+    "NOTIFIER_GROUP",
+    "PERMISSION_GROUP",
+    "PLUGIN_API_VERSION",
+    "PROVIDER_GROUP",
+    "SANDBOX_GROUP",
+    "STORE_GROUP",
+    "TOOL_GROUP",
+    "CommandSpec",
+    "HookPluginSpec",
+    "NotifierSpec",
+    "PermissionSpec",
+    "ProviderCapabilities",
+    "ProviderSpec",
+    "SandboxSpec",
+    "Spec",
+    "StoreSpec",
+    "ToolSpec",
+    "provides",
+]

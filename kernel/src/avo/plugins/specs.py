@@ -1,0 +1,235 @@
+"""The values a plugin registers: one frozen spec per provider, tool, store, ...
+
+A plugin answers a ``avo_register_<kind>(register)`` hook (see
+:mod:`avo.hookspecs`) by calling ``register(spec)`` once per name it provides.
+Specs are cheap to build: a ``factory`` imports heavy dependencies only when it
+is called. :func:`provides` turns specs into a ready pluggy plugin object, so an
+entry point can point straight at it::
+
+    # avo_mytool/plugin.py
+    from avo.plugins import ToolSpec, provides
+    plugin = provides(ToolSpec(name="shout", factory=make_shout_tool, risk=ToolRisk.INSPECT))
+
+    # pyproject.toml
+    [project.entry-points."avo.tools"]
+    shout = "avo_mytool.plugin:plugin"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel
+
+from avo.models import ToolRisk
+
+PLUGIN_API_VERSION = "1.0"
+"""The plugin API this kernel speaks. Plugins declare ``avo-kernel>=1.0,<2``."""
+
+Factory = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ProviderCapabilities:
+    """What a provider can do, so the runtime and users can ask instead of guessing."""
+
+    streaming: bool = False
+    tool_calls: bool = True
+    parallel_tool_calls: bool = False
+    json_schema_output: bool = False
+    vision: bool = False
+    prompt_caching: bool = False
+    context_window: int | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """A model provider. ``factory(settings: dict, *, environ: Mapping[str, str])``.
+
+    ``settings`` are the validated ``[provider.settings]`` table (validated by
+    ``settings_model`` when given); ``environ`` is the injectable environment.
+    ``pricing`` maps a model name to USD per 1k (input, output) tokens.
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+    env_vars: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    capabilities: ProviderCapabilities = field(default_factory=ProviderCapabilities)
+    pricing: Mapping[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool. ``factory(settings: dict) -> Tool``; ``risk`` classifies it for permissions."""
+
+    name: str
+    factory: Factory
+    description: str = ""
+    risk: ToolRisk = ToolRisk.EXECUTE
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """An event store. ``factory(location: str, settings: dict) -> EventStore``.
+
+    ``schemes`` are URL schemes it opens (``postgresql://...``); ``suffixes`` are
+    file suffixes it opens when given a bare path (``avo.db``).
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    schemes: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class NotifierSpec:
+    """A notifier. ``factory(settings: dict, *, environ: Mapping[str, str]) -> Notifier``."""
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class HookPluginSpec:
+    """Run hooks. ``factory(settings: dict) -> Iterable[tuple[HookEvent, HookCallable]]``."""
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class PermissionSpec:
+    """A permission mode.
+
+    ``factory(settings: dict, *, environ: Mapping[str, str], tools: list[ToolMetadata])``
+    returns an ``ApprovalCallback`` — permission modes only build callbacks.
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """A sandbox backend. ``factory(settings: dict) -> executor`` with ``async run(...)``."""
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """An ``avo`` subcommand.
+
+    ``configure(parser)`` adds arguments to its argparse subparser;
+    ``run(args) -> int`` executes it and returns the exit code.
+    """
+
+    name: str
+    configure: Callable[[Any], None]
+    run: Callable[[Any], int]
+    help: str = ""
+
+
+Spec = (
+    ProviderSpec
+    | ToolSpec
+    | StoreSpec
+    | NotifierSpec
+    | HookPluginSpec
+    | PermissionSpec
+    | SandboxSpec
+    | CommandSpec
+)
+
+KIND_OF_SPEC: dict[type, str] = {
+    ProviderSpec: "provider",
+    ToolSpec: "tool",
+    StoreSpec: "store",
+    NotifierSpec: "notifier",
+    HookPluginSpec: "hook",
+    PermissionSpec: "permission",
+    SandboxSpec: "sandbox",
+    CommandSpec: "command",
+}
+
+HOOK_OF_KIND: dict[str, str] = {
+    "provider": "avo_register_providers",
+    "tool": "avo_register_tools",
+    "store": "avo_register_stores",
+    "notifier": "avo_register_notifiers",
+    "hook": "avo_register_hooks",
+    "permission": "avo_register_permissions",
+    "sandbox": "avo_register_sandboxes",
+    "command": "avo_register_commands",
+}
+
+
+class _SpecPlugin:
+    """A pluggy plugin object that registers fixed specs (built by :func:`provides`)."""
+
+    def __init__(self, specs: tuple[Spec, ...]) -> None:
+        self.specs = specs
+        kinds = {KIND_OF_SPEC[type(spec)] for spec in specs}
+        # Only the hooks for the kinds actually provided are implemented, so the
+        # plugin manager sees exactly what this plugin answers.
+        from avo.hookspecs import hookimpl
+
+        for kind in kinds:
+            hook_name = HOOK_OF_KIND[kind]
+            setattr(self, hook_name, hookimpl(self._make_impl(kind), specname=hook_name))
+
+    def _make_impl(self, kind: str) -> Callable[[Callable[[Any], None]], None]:
+        def impl(register: Callable[[Any], None]) -> None:
+            for spec in self.specs:
+                if KIND_OF_SPEC[type(spec)] == kind:
+                    register(spec)
+
+        return impl
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{KIND_OF_SPEC[type(s)]}:{s.name}" for s in self.specs)
+        return f"<avo plugin providing {names}>"
+
+
+def provides(*specs: Spec) -> Any:
+    """Return a pluggy plugin object that registers ``specs`` through the hooks."""
+    if not specs:
+        raise ValueError("provides() needs at least one spec")
+    return _SpecPlugin(tuple(specs))
+
+
+__all__ = [
+    "HOOK_OF_KIND",
+    "KIND_OF_SPEC",
+    "PLUGIN_API_VERSION",
+    "CommandSpec",
+    "HookPluginSpec",
+    "NotifierSpec",
+    "PermissionSpec",
+    "ProviderCapabilities",
+    "ProviderSpec",
+    "SandboxSpec",
+    "Spec",
+    "StoreSpec",
+    "ToolSpec",
+    "provides",
+]
