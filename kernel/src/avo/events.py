@@ -97,6 +97,19 @@ class RunLogState:
             state.apply(event)
         return state
 
+    def copy(self) -> RunLogState:
+        """An independent copy (for validating a batch before committing it)."""
+        return RunLogState(
+            run_id=self.run_id,
+            created=self.created,
+            terminal=self.terminal,
+            state=self.state,
+            model_responded=self.model_responded,
+            last_sequence=self.last_sequence,
+            started_tool_calls=set(self.started_tool_calls),
+            finished_tool_calls=set(self.finished_tool_calls),
+        )
+
     @property
     def open_tool_calls(self) -> set[str]:
         """Tool calls that started without a recorded result."""

@@ -1,0 +1,83 @@
+"""ProgressDetector: repeated-action and no-progress loop detection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from avo.models import ModelResponse, ToolCall, ToolResult
+from avo.tools import canonical_fingerprint, tool_call_fingerprint, tool_result_fingerprint
+
+_HISTORY_CAP = 256
+"""Only a bounded tail of each history is kept (windows and limits are small)."""
+
+
+def model_response_fingerprint(response: ModelResponse) -> str:
+    """Fingerprint of what the model decided (ids excluded)."""
+    call = response.tool_call
+    return canonical_fingerprint(
+        {
+            "content": response.content,
+            "tool_call": None if call is None else {"name": call.name, "arguments": call.arguments},
+        }
+    )
+
+
+def _trailing_identical(history: list[str], count: int) -> bool:
+    if count <= 0 or len(history) < count:
+        return False
+    tail = history[-count:]
+    return all(item == tail[0] for item in tail)
+
+
+class ProgressDetector:
+    """Records fingerprints of actions, observations, responses and markers."""
+
+    def __init__(
+        self,
+        *,
+        action_history: Iterable[str] | None = None,
+        observation_history: Iterable[str] | None = None,
+        model_history: Iterable[str] | None = None,
+        progress_markers: Iterable[str] | None = None,
+    ) -> None:
+        self.action_history: list[str] = list(action_history or ())
+        self.observation_history: list[str] = list(observation_history or ())
+        self.model_history: list[str] = list(model_history or ())
+        self.progress_markers: list[str] = list(progress_markers or ())
+
+    @staticmethod
+    def _push(history: list[str], item: str) -> None:
+        history.append(item)
+        if len(history) > _HISTORY_CAP:
+            del history[: len(history) - _HISTORY_CAP]
+
+    def record_action(self, call: ToolCall) -> None:
+        """Record a tool call (name + arguments)."""
+        self._push(self.action_history, tool_call_fingerprint(call))
+
+    def record_observation(self, result: ToolResult) -> None:
+        """Record a tool result."""
+        self._push(self.observation_history, tool_result_fingerprint(result))
+
+    def record_model_response(self, response: ModelResponse) -> None:
+        """Record a model decision."""
+        self._push(self.model_history, model_response_fingerprint(response))
+
+    def record_progress_marker(self, marker: str) -> None:
+        """Record an application-defined progress marker."""
+        self._push(self.progress_markers, marker)
+
+    def repeated_action(self, limit: int) -> bool:
+        """True when the last ``limit`` actions are identical."""
+        return _trailing_identical(self.action_history, limit)
+
+    def no_progress(self, window: int) -> bool:
+        """True when the trailing ``window`` of observations, responses or markers is all equal."""
+        return (
+            _trailing_identical(self.observation_history, window)
+            or _trailing_identical(self.model_history, window)
+            or _trailing_identical(self.progress_markers, window)
+        )
+
+
+__all__ = ["ProgressDetector", "model_response_fingerprint"]

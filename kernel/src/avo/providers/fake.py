@@ -1,0 +1,140 @@
+"""FakeProvider: a scripted model, the test workhorse (§7.5)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from avo.exceptions import FakeProviderExhaustedError
+from avo.models import ModelRequest, ModelResponse, TokenUsage, new_id
+
+if TYPE_CHECKING:
+    from avo.providers.streaming import ModelChunk
+
+ScriptItem = ModelResponse | Mapping[str, Any] | Exception
+
+
+def _script_item_to_json(item: ScriptItem) -> JsonValue:
+    if isinstance(item, ModelResponse):
+        return {"kind": "response", "value": item.model_dump(mode="json")}
+    if isinstance(item, Exception):
+        return {"kind": "error", "type": type(item).__name__, "message": str(item)}
+    return {"kind": "mapping", "value": dict(item)}
+
+
+def _script_item_from_json(data: Any) -> ScriptItem:
+    from avo.exceptions import ProviderError
+
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "response":
+        return ModelResponse.model_validate(data["value"])
+    if kind == "mapping":
+        return dict(data["value"])
+    if kind == "error":
+        return ProviderError(f"{data['type']}: {data['message']}")
+    raise ValueError(f"unrecognised FakeProvider script item in snapshot: {data!r}")
+
+
+class FakeProvider:
+    """Returns scripted responses in order; scripted exceptions are raised."""
+
+    name = "fake"
+    model = "fake"
+
+    def __init__(self, responses: Sequence[ScriptItem], *, repeat_last: bool = False) -> None:
+        self._script: list[ScriptItem] = list(responses)
+        self.repeat_last = repeat_last
+        self.cursor = 0
+        self.requests: list[ModelRequest] = []
+        self._served_call_ids: set[str] = set()
+        self._script_json: list[JsonValue] | None = None
+
+    def _next_item(self) -> ScriptItem:
+        if self.cursor < len(self._script):
+            item = self._script[self.cursor]
+            self.cursor += 1
+            return item
+        if self.repeat_last and self._script:
+            return self._script[-1]
+        raise FakeProviderExhaustedError(
+            f"FakeProvider script is exhausted after {len(self._script)} responses"
+        )
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Return the next scripted response (usage defaults to TokenUsage())."""
+        self.requests.append(request)
+        item = self._next_item()
+        if isinstance(item, Exception):
+            raise item
+        response = item if isinstance(item, ModelResponse) else ModelResponse.model_validate(item)
+        update: dict[str, Any] = {}
+        if response.usage is None:
+            update["usage"] = TokenUsage()
+        call = response.tool_call
+        if call is not None:
+            if call.tool_call_id in self._served_call_ids:
+                # A repeated script item is a new call: give it a fresh id.
+                update["tool_call"] = call.model_copy(update={"tool_call_id": new_id()})
+            self._served_call_ids.add(update.get("tool_call", call).tool_call_id)
+        return response.model_copy(update=update) if update else response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream the next scripted response as chunks."""
+        from avo.providers.streaming import response_to_chunks
+
+        response = await self.generate(request)
+        for chunk in response_to_chunks(response):
+            yield chunk
+
+    def reset(self) -> None:
+        """Rewind the script and forget recorded requests."""
+        self.cursor = 0
+        self.requests.clear()
+        self._served_call_ids.clear()
+
+    def snapshot_state(self) -> dict[str, JsonValue]:
+        """``{"provider_type": "fake", "cursor", "repeat_last", "script"}``.
+
+        The script's JSON is computed once and shared between snapshots, so
+        taking one per step costs O(1).
+        """
+        if self._script_json is None:
+            self._script_json = [_script_item_to_json(item) for item in self._script]
+        return {
+            "provider_type": "fake",
+            "cursor": self.cursor,
+            "repeat_last": self.repeat_last,
+            "script": self._script_json,
+        }
+
+    def restore_state(self, state: dict[str, JsonValue]) -> None:
+        """Continue from a snapshot; refuses a snapshot of another provider type."""
+        if state.get("provider_type") != "fake":
+            raise ValueError(
+                f"cannot restore a {state.get('provider_type')!r} snapshot into FakeProvider"
+            )
+        cursor = state.get("cursor")
+        if not isinstance(cursor, int) or cursor < 0 or cursor > len(self._script):
+            raise ValueError(
+                f"snapshot cursor {cursor!r} does not fit a script of {len(self._script)} items"
+            )
+        self.cursor = cursor
+        self.repeat_last = bool(state.get("repeat_last", self.repeat_last))
+
+    @classmethod
+    def from_snapshot(cls, state: Mapping[str, Any]) -> FakeProvider:
+        """Rebuild a FakeProvider (script and cursor) from ``snapshot_state()``."""
+        script = state.get("script")
+        if state.get("provider_type") != "fake" or not isinstance(script, list):
+            raise ValueError("not a FakeProvider snapshot (need provider_type 'fake' and a script)")
+        provider = cls(
+            [_script_item_from_json(item) for item in script],
+            repeat_last=bool(state.get("repeat_last", False)),
+        )
+        provider.restore_state(dict(state))
+        return provider
+
+
+__all__ = ["FakeProvider", "ScriptItem"]

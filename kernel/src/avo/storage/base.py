@@ -1,0 +1,77 @@
+"""The EventStore protocol every store plugin implements (§11.1)."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from avo.events import AgentEvent
+from avo.models import Checkpoint, RunRecord
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Durable home of runs, their append-only events and their checkpoints.
+
+    Every write path must enforce the §6 invariants with
+    :func:`avo.events.validate_event_append` and assign per-run ascending
+    sequences. The runtime validates too, before it calls the store.
+    Multi-row writes (``append_event_and_update_run``, ``save_checkpoint``,
+    ``finalize_run``) are atomic.
+    """
+
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        """Store a new run and its RUN_CREATED event."""
+        ...
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        """Append one event; return it with its sequence assigned."""
+        ...
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        """Append an event and replace the run head, atomically."""
+        ...
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        """Store a checkpoint and its CHECKPOINT_CREATED event, atomically."""
+        ...
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        """Append the terminal STATE_CHANGED and terminal events and the final head, atomically."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run head, or None."""
+        ...
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        """Replace the run head."""
+        ...
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        ...
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        """A run's events in ascending sequence."""
+        ...
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        """The newest checkpoint of a run, or None."""
+        ...
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        """True when the run's log ends with a terminal event."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources."""
+        ...
+
+
+__all__ = ["EventStore"]

@@ -1,0 +1,154 @@
+"""InMemoryEventStore: the dict-backed default store (the null default)."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
+from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
+from avo.models import Checkpoint, RunRecord
+from avo.state import is_terminal
+
+
+class InMemoryEventStore:
+    """Same contract as every durable store; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._events: dict[str, list[AgentEvent]] = {}
+        self._logs: dict[str, RunLogState] = {}
+        self._checkpoints: dict[str, Checkpoint] = {}
+        self._order: list[str] = []
+
+    async def __aenter__(self) -> InMemoryEventStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _log(self, run_id: str) -> RunLogState:
+        try:
+            return self._logs[run_id]
+        except KeyError:
+            raise RunNotFoundError(f"run {run_id!r} does not exist", run_id=run_id) from None
+
+    def _stage(self, log: RunLogState, events: list[AgentEvent]) -> list[AgentEvent]:
+        """Validate a batch (all or nothing) and assign sequences, without committing."""
+        scratch = log.copy() if len(events) > 1 else log
+        staged: list[AgentEvent] = []
+        sequence = log.last_sequence
+        for event in events:
+            validate_event_append(scratch, event)
+            sequence += 1
+            stored = event.model_copy(update={"sequence": sequence})
+            if scratch is not log:
+                scratch.apply(stored)
+            staged.append(stored)
+        return staged
+
+    def _commit(self, log: RunLogState, staged: list[AgentEvent]) -> None:
+        events = self._events[log.run_id]
+        for event in staged:
+            log.apply(event)
+            events.append(event)
+
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        if run.run_id in self._runs:
+            raise StorageError(f"run {run.run_id!r} already exists")
+        if event.run_id != run.run_id or event.event_type is not EventType.RUN_CREATED:
+            raise EventInvariantError(
+                f"run {run.run_id}: create_run needs that run's run_created event",
+                run_id=run.run_id,
+            )
+        log = RunLogState(run_id=run.run_id)
+        validate_event_append(log, event)
+        self._runs[run.run_id] = run
+        self._events[run.run_id] = []
+        self._logs[run.run_id] = log
+        self._order.append(run.run_id)
+        self._commit(log, [event.model_copy(update={"sequence": 1})])
+        return run
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        log = self._log(event.run_id)
+        staged = self._stage(log, [event])
+        self._commit(log, staged)
+        return staged[0]
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        log = self._log(event.run_id)
+        staged = self._stage(log, [event])
+        self._commit(log, staged)
+        self._runs[run.run_id] = run
+        return staged[0], run
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        log = self._log(event.run_id)
+        if checkpoint.run_id != event.run_id:
+            raise StorageError(
+                f"checkpoint belongs to run {checkpoint.run_id!r}, event to {event.run_id!r}"
+            )
+        staged = self._stage(log, [event])
+        self._commit(log, staged)
+        self._checkpoints[checkpoint.run_id] = checkpoint
+        return checkpoint, staged[0]
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        log = self._log(run.run_id)
+        staged = self._stage(log, [state_event, terminal_event])
+        self._commit(log, staged)
+        self._runs[run.run_id] = run
+        return staged[0], staged[1]
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        return self._runs.get(run_id)
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        if run.run_id not in self._runs:
+            raise RunNotFoundError(f"run {run.run_id!r} does not exist", run_id=run.run_id)
+        self._runs[run.run_id] = run
+        return run
+
+    async def list_runs(self) -> list[RunRecord]:
+        return [self._runs[run_id] for run_id in reversed(self._order)]
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        return list(self._events.get(run_id, ()))
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        return self._checkpoints.get(run_id)
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        log = self._logs.get(run_id)
+        if log is not None and log.terminal:
+            return True
+        run = self._runs.get(run_id)
+        return run is not None and is_terminal(run.state)
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Remove a finished run entirely (retention). Refuses a non-terminal run."""
+        if run_id not in self._runs:
+            return False
+        if not await self.is_terminal_run(run_id):
+            raise StorageError(f"run {run_id!r} is not finished; only finished runs can be deleted")
+        for table in (self._runs, self._events, self._logs, self._checkpoints):
+            table.pop(run_id, None)  # type: ignore[attr-defined]
+        self._order.remove(run_id)
+        return True
+
+    async def close(self) -> None:
+        return None
+
+
+__all__ = ["InMemoryEventStore"]

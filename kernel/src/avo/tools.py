@@ -1,0 +1,249 @@
+"""FunctionTool, ToolRegistry, schema helpers."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic_core import to_jsonable_python
+
+from avo.exceptions import (
+    DuplicateToolError,
+    ToolAlreadyCompletedError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolValidationError,
+)
+from avo.models import ToolCall, ToolMetadata, ToolResult, ToolRisk, utc_now
+
+ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
+ToolCallable = Callable[[ArgumentsT], JsonValue | Awaitable[JsonValue]]
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """What the registry accepts: metadata plus an async invoke."""
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """Name, description, JSON schema and risk class shown to the model."""
+        ...
+
+    async def invoke(self, arguments: Mapping[str, JsonValue]) -> JsonValue:
+        """Run the tool; return a plain JSON value."""
+        ...
+
+
+def _force_no_additional(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "object" or "properties" in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _force_no_additional(value)
+    elif isinstance(node, list):
+        for item in node:
+            _force_no_additional(item)
+
+
+def to_json_schema(model: type[BaseModel]) -> dict[str, JsonValue]:
+    """JSON schema of ``model`` with ``additionalProperties: false`` on every object."""
+    schema = model.model_json_schema(ref_template="#/$defs/{model}")
+    _force_no_additional(schema)
+    return schema
+
+
+def to_openai_function(tool_name: str, description: str, model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAI ``tools[]`` entry for a tool."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool_name,
+            "description": description,
+            "parameters": to_json_schema(model),
+            "strict": True,
+        },
+    }
+
+
+def to_anthropic_tool(tool_name: str, description: str, model: type[BaseModel]) -> dict[str, Any]:
+    """The Anthropic ``tools[]`` entry for a tool."""
+    return {"name": tool_name, "description": description, "input_schema": to_json_schema(model)}
+
+
+class FunctionTool(Generic[ArgumentsT]):
+    """A tool made from a function and a pydantic arguments model."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        arguments_model: type[ArgumentsT],
+        function: ToolCallable[ArgumentsT],
+        risk: ToolRisk | None = None,
+    ) -> None:
+        if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
+            raise TypeError(
+                f"arguments_model for tool {name!r} must be a pydantic BaseModel subclass, "
+                f"got {arguments_model!r}"
+            )
+        self.name = name
+        self.arguments_model = arguments_model
+        self.function = function
+        self._metadata = ToolMetadata(
+            name=name,
+            description=description,
+            input_schema=copy.deepcopy(to_json_schema(arguments_model)),
+            risk=risk,
+        )
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        """The tool's metadata (schema derived from the arguments model)."""
+        return self._metadata
+
+    async def invoke(self, arguments: Mapping[str, JsonValue]) -> JsonValue:
+        """Validate ``arguments``, call the function, JSON-adapt what it returns."""
+        try:
+            parsed = self.arguments_model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise ToolValidationError(
+                f"Invalid arguments for tool {self.name!r}: {exc}", tool_name=self.name
+            ) from exc
+        try:
+            value = self.function(parsed)
+            if inspect.isawaitable(value):
+                value = await value
+            return to_jsonable_python(value)  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"Tool {self.name!r} raised {type(exc).__name__}: {exc}", tool_name=self.name
+            ) from exc
+
+
+class ToolRegistry:
+    """The tools a runtime may call, by unique name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._metadata: list[ToolMetadata] | None = None
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool) -> Tool:
+        """Add a tool; DuplicateToolError when its name is taken."""
+        name = item.metadata.name
+        if name in self._tools:
+            raise DuplicateToolError(
+                f"a tool named {name!r} is already registered; tool names must be unique",
+                tool_name=name,
+            )
+        self._tools[name] = item
+        self._metadata = None
+        return item
+
+    @property
+    def metadata(self) -> list[ToolMetadata]:
+        """Metadata of every tool, in registration order."""
+        if self._metadata is None:
+            self._metadata = [tool.metadata for tool in self._tools.values()]
+        return list(self._metadata)
+
+    def names(self) -> list[str]:
+        """Registered tool names, in registration order."""
+        return list(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``; ToolNotFoundError if absent."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            known = ", ".join(self._tools) or "none"
+            raise ToolNotFoundError(
+                f"Tool {name!r} is not registered (registered tools: {known})", tool_name=name
+            ) from None
+
+    async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
+        """Run ``call`` and wrap the outcome in a ToolResult.
+
+        Refuses a call whose id already has a durable result (ToolAlreadyCompletedError).
+        Not-found, validation and execution errors become failed results.
+        """
+        if call.tool_call_id in completed_tool_call_ids:
+            raise ToolAlreadyCompletedError(
+                f"tool call {call.tool_call_id!r} ({call.name}) already completed; "
+                "refusing to run it twice",
+                tool_call_id=call.tool_call_id,
+            )
+        started_at = utc_now()
+        started = time.perf_counter()
+        try:
+            output = await self.get(call.name).invoke(call.arguments)
+        except (ToolNotFoundError, ToolValidationError, ToolExecutionError) as exc:
+            return ToolResult(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.name,
+                success=False,
+                error=str(exc),
+                started_at=started_at,
+                finished_at=max(utc_now(), started_at),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        return ToolResult(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.name,
+            success=True,
+            output=output,
+            started_at=started_at,
+            finished_at=max(utc_now(), started_at),
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+
+def canonical_fingerprint(value: JsonValue) -> str:
+    """sha256 of ``json.dumps(value, sort_keys=True)``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def tool_call_fingerprint(call: ToolCall) -> str:
+    """Fingerprint of name + arguments (the call id is deliberately excluded)."""
+    return canonical_fingerprint({"name": call.name, "arguments": call.arguments})
+
+
+def tool_result_fingerprint(result: ToolResult) -> str:
+    """Fingerprint of tool_name, success, output and error."""
+    return canonical_fingerprint(
+        {
+            "tool_name": result.tool_name,
+            "success": result.success,
+            "output": result.output,
+            "error": result.error,
+        }
+    )
+
+
+__all__ = [
+    "FunctionTool",
+    "Tool",
+    "ToolCallable",
+    "ToolRegistry",
+    "canonical_fingerprint",
+    "to_anthropic_tool",
+    "to_json_schema",
+    "to_openai_function",
+    "tool_call_fingerprint",
+    "tool_result_fingerprint",
+]
