@@ -1,0 +1,9 @@
+"""Event stores: the protocol and the in-memory default.
+
+Durable stores (SQLite, PostgreSQL) ship as plugins in the ``avo.stores`` group.
+"""
+
+from avo.storage.base import EventStore
+from avo.storage.memory import InMemoryEventStore
+
+__all__ = ["EventStore", "InMemoryEventStore"]
