@@ -1,0 +1,114 @@
+"""Dollar budgets for a run: a warning line and a hard limit (§16.4).
+
+Give a runtime ``AgentRuntime(budget=BudgetChecker(BudgetConfig(...), rates=...))``
+and it calls :meth:`BudgetChecker.check` with the run's total usage after every
+model response; a decision with ``exceeded_hard_limit`` stops the run
+``STOPPED`` / ``TOKEN_BUDGET_EXCEEDED`` (a POLICY_TRIGGERED event with
+``policy: "budget"``), never an exception. Cost math is
+:func:`avo.usage.estimate_cost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from avo.exceptions import ConfigError
+from avo.models import TokenUsage
+from avo.usage import RATE_INPUT_ENV, RATE_OUTPUT_ENV, Rates, estimate_cost, rates_from_env
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """USD thresholds; ``None`` disables that threshold."""
+
+    warning_usd: Decimal | None = None
+    hard_limit_usd: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("warning_usd", "hard_limit_usd"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, Decimal):
+                try:
+                    value = Decimal(str(value))
+                except ArithmeticError:
+                    raise ConfigError(f"BudgetConfig.{name}={value!r} is not a number") from None
+                object.__setattr__(self, name, value)
+            if not value.is_finite() or value < 0:
+                raise ConfigError(f"BudgetConfig.{name}={value!r} must be a non-negative amount")
+        warn, hard = self.warning_usd, self.hard_limit_usd
+        if warn is not None and hard is not None and warn > hard:
+            raise ConfigError(
+                f"BudgetConfig.warning_usd={warn} is above hard_limit_usd={hard}; "
+                "the warning must come first"
+            )
+
+
+@dataclass(frozen=True)
+class BudgetDecision:
+    """What :meth:`BudgetChecker.check` decided for one total."""
+
+    allowed: bool
+    spent_usd: Decimal
+    crossed_warning: bool
+    exceeded_hard_limit: bool
+
+
+class BudgetChecker:
+    """Prices a run's total usage and compares it with a :class:`BudgetConfig`.
+
+    ``rates`` are USD per 1k ``(input, output)`` tokens; without them the
+    checker reads ``AVO_USAGE_RATES_*`` from ``environ``. A limit with no
+    known rate is a :class:`~avo.exceptions.ConfigError` at construction, so a
+    budget can never be silently unenforced.
+
+    ``crossed_warning`` is true on every check at or above the warning line;
+    :attr:`warned` records whether any check crossed it. The hard limit is
+    reached when the spend is *at or above* it.
+    """
+
+    def __init__(
+        self,
+        config: BudgetConfig | None = None,
+        *,
+        rates: Rates | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config or BudgetConfig()
+        self.rates = rates if rates is not None else rates_from_env(environ)
+        has_limit = self.config.warning_usd is not None or self.config.hard_limit_usd is not None
+        if has_limit and (self.rates is None or all(r == 0 for r in self.rates)):
+            raise ConfigError(
+                "a budget needs token rates to price usage: pass BudgetChecker(config, "
+                f"rates=(input_per_1k, output_per_1k)) or set {RATE_INPUT_ENV} and "
+                f"{RATE_OUTPUT_ENV}"
+            )
+        self.warned = False
+        self.last: BudgetDecision | None = None
+
+    def spent(self, total: TokenUsage, *, rates: Rates | None = None) -> Decimal:
+        """USD spent for ``total`` (zero when no rate is known)."""
+        cost = estimate_cost(total, rates=rates or self.rates or (Decimal(0), Decimal(0)))
+        return cost if cost is not None else Decimal(0)
+
+    def check(self, total: TokenUsage, *, rates: Rates | None = None) -> BudgetDecision:
+        """Decide whether a run whose usage so far is ``total`` may continue."""
+        spent = self.spent(total, rates=rates)
+        warn, hard = self.config.warning_usd, self.config.hard_limit_usd
+        crossed = warn is not None and spent >= warn
+        exceeded = hard is not None and spent >= hard
+        self.warned = self.warned or crossed
+        decision = BudgetDecision(
+            allowed=not exceeded,
+            spent_usd=spent,
+            crossed_warning=crossed,
+            exceeded_hard_limit=exceeded,
+        )
+        self.last = decision
+        return decision
+
+
+__all__ = ["BudgetChecker", "BudgetConfig", "BudgetDecision"]
