@@ -1,0 +1,616 @@
+"""PostgresEventStore: the §11.1 EventStore on PostgreSQL, shared by many processes.
+
+Every write is one transaction that first locks the run's row
+(``SELECT ... FOR UPDATE``). Under that lock the store reads the run's log
+summary (the ``RunLogState`` columns on the row), checks the §6 invariants with
+:func:`avo.events.validate_event_append` against the database's current state,
+checks the writer's lease, assigns the next sequence number, inserts the event
+(``PRIMARY KEY (run_id, sequence)`` backs the no-duplicate guarantee) and
+updates the summary. Writers to one run therefore queue on the row lock and see
+each other's events; writers to different runs never wait for each other.
+Each append costs O(1) however long the run is.
+
+One writer per run: :meth:`PostgresEventStore.acquire_lease` grants a lease
+with a fencing token (a per-run counter that only grows). The store instance
+remembers its tokens and every append carries them; an append whose token is
+not the run's newest is refused with :class:`avo.exceptions.LeaseError` and
+appends nothing, so a worker that stalled past its lease and woke up after
+another took over cannot write. See the package README for the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
+from avo.exceptions import EventInvariantError, LeaseError, RunNotFoundError, StorageError
+from avo.models import Checkpoint, RunRecord
+from avo.state import RunState
+
+from avo_postgres.checkpoints import CachedLists, dumps, load_lists, read_latest, write_checkpoint
+from avo_postgres.connection import (
+    DEFAULT_CONNECT_TIMEOUT,
+    open_pool,
+    parse_dsn,
+    redact_dsn,
+    settings_float,
+    storage_errors,
+)
+from avo_postgres.schema import migrate
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_TOOL_RESULT_TYPES = (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
+
+_LOCK_RUN = (
+    "SELECT log_created, log_terminal, log_state, model_responded, last_sequence, "
+    "checkpoint_ordinal, lease_owner, lease_token, "
+    "coalesce(lease_expires_at > clock_timestamp(), false) AS lease_live "
+    "FROM avo_runs WHERE run_id = $1 FOR UPDATE"
+)
+
+
+class _Writer:
+    """What one locked write transaction knows about its run."""
+
+    def __init__(self, run_id: str, row: Any) -> None:
+        self.run_id = run_id
+        self.row = row
+        self.log = RunLogState(
+            run_id=run_id,
+            created=row["log_created"],
+            terminal=row["log_terminal"],
+            state=RunState(row["log_state"]),
+            model_responded=row["model_responded"],
+            last_sequence=row["last_sequence"],
+        )
+        self.checkpoint_ordinal: int = row["checkpoint_ordinal"]
+
+
+class PostgresEventStore:
+    """The §11.1 EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
+
+    ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
+    pool opens on first use (or ``async with``), applying schema migrations.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        command_timeout: float | None = 60.0,
+        pool_min_size: int = 1,
+        pool_max_size: int = 5,
+        lease_owner: str | None = None,
+        lease_ttl_seconds: float = 30.0,
+        schema: str | None = None,
+    ) -> None:
+        if schema is not None and not _IDENTIFIER.fullmatch(schema):
+            raise StorageError(
+                f"postgres store schema {schema!r} is not a plain identifier; use lower-case "
+                "letters, digits and underscores, starting with a letter or underscore"
+            )
+        self._schema = schema
+        self._dsn = dsn
+        self._address = parse_dsn(dsn)
+        self._connect_timeout = connect_timeout
+        self._command_timeout = command_timeout
+        self._pool_min_size = pool_min_size
+        self._pool_max_size = pool_max_size
+        self._lease_owner = lease_owner
+        self._lease_ttl = lease_ttl_seconds
+        self._pool: Any = None
+        self._closed = False
+        self._lease_tokens: dict[str, int] = {}
+        self._checkpoint_cache: dict[str, CachedLists] = {}
+
+    def __repr__(self) -> str:
+        return f"PostgresEventStore({redact_dsn(self._dsn)!r})"
+
+    # ------------------------------------------------------------ lifecycle
+    async def connect(self) -> None:
+        """Open the pool and apply pending migrations (done on first use otherwise)."""
+        await self._ensure_pool()
+
+    async def _ensure_pool(self) -> Any:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        if self._pool is None:
+            pool = await open_pool(
+                self._dsn,
+                self._address,
+                connect_timeout=self._connect_timeout,
+                min_size=self._pool_min_size,
+                max_size=self._pool_max_size,
+                command_timeout=self._command_timeout,
+                schema=self._schema,
+            )
+            try:
+                async with (
+                    storage_errors(self._address, "applying schema migrations"),
+                    pool.acquire() as conn,
+                ):
+                    await migrate(conn, str(self._address), self._schema)
+            except BaseException:
+                await pool.close()
+                raise
+            self._pool = pool
+        return self._pool
+
+    @asynccontextmanager
+    async def _connection(self, action: str) -> AsyncIterator[Any]:
+        """A pooled connection; driver errors while ``action`` become StorageError."""
+        pool = await self._ensure_pool()
+        async with storage_errors(self._address, action), pool.acquire() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def _transaction(self, action: str, isolation: str | None = None) -> AsyncIterator[Any]:
+        """A connection inside one transaction, committed when the block succeeds."""
+        async with self._connection(action) as conn, conn.transaction(isolation=isolation):
+            yield conn
+
+    async def close(self) -> None:
+        """Close the connection pool. Safe to call twice."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> PostgresEventStore:
+        await self._ensure_pool()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------ write paths
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        """Insert the run and its RUN_CREATED event (sequence 1) in one transaction."""
+        _same_run(run, event)
+        log = RunLogState(run_id=run.run_id)
+        validate_event_append(log, event)
+        async with self._transaction(f"creating run {run.run_id}") as conn:
+            inserted = await conn.fetchval(
+                "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record) "
+                "VALUES ($1, $2, $3, $4, $5::json) ON CONFLICT (run_id) DO NOTHING "
+                "RETURNING true",
+                run.run_id,
+                run.state.value,
+                run.created_at,
+                run.updated_at,
+                run.model_dump_json(),
+            )
+            if not inserted:
+                raise EventInvariantError(
+                    f"run {run.run_id}: run_created may appear only once "
+                    "(a run with this id already exists)",
+                    run_id=run.run_id,
+                )
+            row = await conn.fetchrow(_LOCK_RUN, run.run_id)
+            writer = _Writer(run.run_id, row)
+            token = await self._check_lease(conn, writer)
+            await self._insert_event(conn, writer, event)
+            await self._save_summary(conn, writer, run=None)
+        self._remember_lease(run.run_id, token)
+        return run
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        """Append one event; the store assigns its sequence."""
+        return await self._write(event.run_id, [event], run=None, action="appending an event")
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        """Append ``event`` and store ``run`` atomically."""
+        _same_run(run, event)
+        stored = await self._write(event.run_id, [event], run=run, action="appending an event")
+        return stored, run
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        """Append the final STATE_CHANGED and the terminal event and store ``run``, atomically.
+
+        Of two writers racing to finalize one run exactly one wins; the other
+        gets EventInvariantError (nothing may follow a terminal event).
+        """
+        _same_run(run, state_event)
+        _same_run(run, terminal_event)
+        if terminal_event.event_type not in (
+            EventType.RUN_COMPLETED,
+            EventType.RUN_FAILED,
+            EventType.RUN_STOPPED,
+            EventType.RUN_CANCELLED,
+        ):
+            raise EventInvariantError(
+                f"run {run.run_id}: finalize_run needs a terminal event, got "
+                f"{terminal_event.event_type.value}",
+                run_id=run.run_id,
+            )
+        async with self._transaction(f"finalizing run {run.run_id}") as conn:
+            writer = await self._lock(conn, run.run_id)
+            token = await self._check_lease(conn, writer)
+            first = await self._insert_event(conn, writer, state_event)
+            second = await self._insert_event(conn, writer, terminal_event)
+            await self._save_summary(conn, writer, run=run)
+        self._remember_lease(run.run_id, token)
+        return first, second
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        """Append the CHECKPOINT_CREATED ``event`` and store ``checkpoint`` (as a delta).
+
+        The stored checkpoint's ``last_event_sequence`` is that event's sequence.
+        """
+        if checkpoint.run_id != event.run_id:
+            raise StorageError(
+                f"checkpoint is for run {checkpoint.run_id} but its event is for run "
+                f"{event.run_id}; pass the CHECKPOINT_CREATED event of the same run"
+            )
+        run_id = checkpoint.run_id
+        async with self._transaction(f"saving a checkpoint of run {run_id}") as conn:
+            writer = await self._lock(conn, run_id)
+            token = await self._check_lease(conn, writer)
+            stored_event = await self._insert_event(conn, writer, event)
+            stored = checkpoint.model_copy(update={"last_event_sequence": stored_event.sequence})
+            previous = self._checkpoint_cache.get(run_id)
+            if previous is None or previous.ordinal != writer.checkpoint_ordinal:
+                previous = await load_lists(conn, run_id, writer.checkpoint_ordinal)
+            writer.checkpoint_ordinal += 1
+            cached = await write_checkpoint(conn, stored, writer.checkpoint_ordinal, previous)
+            await self._save_summary(conn, writer, run=None)
+        self._checkpoint_cache[run_id] = cached
+        self._remember_lease(run_id, token)
+        return stored, stored_event
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        """Store ``run``'s record; RunNotFoundError when it does not exist."""
+        async with self._transaction(f"updating run {run.run_id}") as conn:
+            writer = await self._lock(conn, run.run_id)
+            token = await self._check_lease(conn, writer)
+            await self._save_summary(conn, writer, run=run)
+        self._remember_lease(run.run_id, token)
+        return run
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a finished run with its events and checkpoints, in one transaction.
+
+        Returns False when the run does not exist; refuses (StorageError) a
+        run that is not terminal.
+        """
+        async with self._transaction(f"deleting run {run_id}") as conn:
+            terminal = await conn.fetchval(
+                "SELECT log_terminal FROM avo_runs WHERE run_id = $1 FOR UPDATE", run_id
+            )
+            if terminal is None:
+                return False
+            if not terminal:
+                raise StorageError(
+                    f"run {run_id} is not finished; only terminal runs can be deleted"
+                )
+            await conn.execute("DELETE FROM avo_runs WHERE run_id = $1", run_id)
+        self._checkpoint_cache.pop(run_id, None)
+        self._lease_tokens.pop(run_id, None)
+        return True
+
+    async def _write(
+        self, run_id: str, events: list[AgentEvent], *, run: RunRecord | None, action: str
+    ) -> AgentEvent:
+        async with self._transaction(f"{action} to run {run_id}") as conn:
+            writer = await self._lock(conn, run_id)
+            token = await self._check_lease(conn, writer)
+            stored = [await self._insert_event(conn, writer, event) for event in events]
+            await self._save_summary(conn, writer, run=run)
+        self._remember_lease(run_id, token)
+        return stored[-1]
+
+    async def _lock(self, conn: Any, run_id: str) -> _Writer:
+        row = await conn.fetchrow(_LOCK_RUN, run_id)
+        if row is None:
+            raise RunNotFoundError(f"run {run_id} not found", run_id=run_id)
+        return _Writer(run_id, row)
+
+    async def _insert_event(self, conn: Any, writer: _Writer, event: AgentEvent) -> AgentEvent:
+        log = writer.log
+        if event.event_type in _TOOL_RESULT_TYPES:
+            await self._load_tool_call(conn, writer, event)
+        validate_event_append(log, event)
+        stored = event.model_copy(update={"sequence": log.last_sequence + 1})
+        await conn.execute(
+            "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
+            "payload, parent_event_id) VALUES ($1, $2, $3, $4, $5, $6::json, $7)",
+            stored.run_id,
+            stored.sequence,
+            stored.event_id,
+            stored.event_type.value,
+            stored.created_at,
+            dumps(stored.payload),
+            stored.parent_event_id,
+        )
+        log.apply(stored)
+        return stored
+
+    async def _load_tool_call(self, conn: Any, writer: _Writer, event: AgentEvent) -> None:
+        """Tell the summary whether this event's tool call started / has a result."""
+        call_id = event.payload.get("tool_call_id")
+        if not isinstance(call_id, str):
+            return
+        kinds = await conn.fetch(
+            "SELECT event_type FROM avo_events WHERE run_id = $1 "
+            "AND payload ->> 'tool_call_id' = $2 "
+            "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed')",
+            writer.run_id,
+            call_id,
+        )
+        for row in kinds:
+            if row["event_type"] == EventType.TOOL_STARTED.value:
+                writer.log.started_tool_calls.add(call_id)
+            else:
+                writer.log.finished_tool_calls.add(call_id)
+
+    async def _save_summary(self, conn: Any, writer: _Writer, *, run: RunRecord | None) -> None:
+        log = writer.log
+        if run is None:
+            await conn.execute(
+                "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
+                "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7 "
+                "WHERE run_id = $1",
+                writer.run_id,
+                log.created,
+                log.terminal,
+                log.state.value,
+                log.model_responded,
+                log.last_sequence,
+                writer.checkpoint_ordinal,
+            )
+            return
+        if run.run_id != writer.run_id:
+            raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
+        await conn.execute(
+            "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
+            "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7, "
+            "state = $8, updated_at = $9, record = $10::json WHERE run_id = $1",
+            writer.run_id,
+            log.created,
+            log.terminal,
+            log.state.value,
+            log.model_responded,
+            log.last_sequence,
+            writer.checkpoint_ordinal,
+            run.state.value,
+            run.updated_at,
+            run.model_dump_json(),
+        )
+
+    # ------------------------------------------------------------ leases
+    async def acquire_lease(self, run_id: str, owner: str, ttl_seconds: float = 30.0) -> int:
+        """Take the run's writer lease for ``ttl_seconds``; return its fencing token.
+
+        Refused with LeaseError while another owner holds a live lease. The
+        token is newer than every earlier one, so whoever held the run before
+        is fenced off: its next append fails with LeaseError. This store
+        instance carries the token on its appends to the run from now on.
+        """
+        if not owner:
+            raise LeaseError("acquire_lease needs a non-empty owner name", run_id=run_id)
+        _positive_ttl(ttl_seconds)
+        async with self._transaction(f"acquiring the lease of run {run_id}") as conn:
+            writer = await self._lock(conn, run_id)
+            token = await self._grant(conn, writer, owner, ttl_seconds)
+        self._lease_tokens[run_id] = token
+        return token
+
+    async def renew_lease(self, run_id: str, token: int, ttl_seconds: float = 30.0) -> None:
+        """Extend the lease ``token`` by ``ttl_seconds``; LeaseError if it was fenced off."""
+        _positive_ttl(ttl_seconds)
+        async with self._transaction(f"renewing the lease of run {run_id}") as conn:
+            writer = await self._lock(conn, run_id)
+            _require_current(writer, token)
+            await conn.execute(
+                "UPDATE avo_runs SET lease_expires_at = clock_timestamp() "
+                "+ make_interval(secs => $2) WHERE run_id = $1",
+                run_id,
+                ttl_seconds,
+            )
+
+    async def release_lease(self, run_id: str, token: int) -> None:
+        """Give the lease up so another worker can take the run at once.
+
+        A token that was already fenced off is ignored (there is nothing to release).
+        """
+        async with self._connection(f"releasing the lease of run {run_id}") as conn:
+            await conn.execute(
+                "UPDATE avo_runs SET lease_owner = NULL, lease_expires_at = NULL "
+                "WHERE run_id = $1 AND lease_token = $2",
+                run_id,
+                token,
+            )
+        if self._lease_tokens.get(run_id) == token:
+            del self._lease_tokens[run_id]
+
+    async def _grant(self, conn: Any, writer: _Writer, owner: str, ttl: float) -> int:
+        row = writer.row
+        if row["lease_live"] and row["lease_owner"] != owner:
+            raise LeaseError(
+                f"run {writer.run_id} is being driven by {row['lease_owner']!r} (lease token "
+                f"{row['lease_token']}); wait for its lease to expire or have it released",
+                run_id=writer.run_id,
+            )
+        token = int(row["lease_token"]) + 1
+        await conn.execute(
+            "UPDATE avo_runs SET lease_owner = $2, lease_token = $3, "
+            "lease_expires_at = clock_timestamp() + make_interval(secs => $4) WHERE run_id = $1",
+            writer.run_id,
+            owner,
+            token,
+            ttl,
+        )
+        return token
+
+    async def _check_lease(self, conn: Any, writer: _Writer) -> int | None:
+        """Check the writer may append under the run's lease; return the token it used.
+
+        - holding a token: it must be the run's newest (else it was fenced off);
+          a successful append extends the lease;
+        - holding none: appends are allowed while nobody holds a live lease, and
+          a store built with ``lease_owner`` takes the lease first.
+        """
+        token = self._lease_tokens.get(writer.run_id)
+        if token is not None:
+            _require_current(writer, token)
+            await conn.execute(
+                "UPDATE avo_runs SET lease_expires_at = clock_timestamp() "
+                "+ make_interval(secs => $2) WHERE run_id = $1",
+                writer.run_id,
+                self._lease_ttl,
+            )
+            return token
+        if self._lease_owner is not None:
+            return await self._grant(conn, writer, self._lease_owner, self._lease_ttl)
+        row = writer.row
+        if row["lease_live"]:
+            raise LeaseError(
+                f"run {writer.run_id} is being driven by {row['lease_owner']!r} (lease token "
+                f"{row['lease_token']}); this writer holds no lease, so nothing was appended. "
+                "Call acquire_lease() first",
+                run_id=writer.run_id,
+            )
+        return None
+
+    def _remember_lease(self, run_id: str, token: int | None) -> None:
+        if token is not None:
+            self._lease_tokens[run_id] = token
+
+    # ------------------------------------------------------------ reads
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The stored run record, or None."""
+        async with self._connection(f"reading run {run_id}") as conn:
+            text = await conn.fetchval("SELECT record FROM avo_runs WHERE run_id = $1", run_id)
+        return None if text is None else _record(text)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        async with self._connection("listing runs") as conn:
+            rows = await conn.fetch(
+                "SELECT record FROM avo_runs ORDER BY created_at DESC, insert_order DESC"
+            )
+        return [_record(row["record"]) for row in rows]
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        """The run's events in ascending sequence ([] for an unknown run)."""
+        async with self._connection(f"reading the events of run {run_id}") as conn:
+            rows = await conn.fetch(
+                "SELECT run_id, sequence, event_id, event_type, created_at, payload, "
+                "parent_event_id FROM avo_events WHERE run_id = $1 ORDER BY sequence",
+                run_id,
+            )
+        return [_event(row) for row in rows]
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        """The run's latest checkpoint in full (one consistent snapshot), or None."""
+        action = f"reading the checkpoint of run {run_id}"
+        async with self._transaction(action, isolation="repeatable_read") as conn:
+            return await read_latest(conn, run_id)
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        """True when the run's log ends with a terminal event (False for an unknown run)."""
+        async with self._connection(f"reading run {run_id}") as conn:
+            terminal = await conn.fetchval(
+                "SELECT log_terminal FROM avo_runs WHERE run_id = $1", run_id
+            )
+        return bool(terminal)
+
+
+def _same_run(run: RunRecord, event: AgentEvent) -> None:
+    if run.run_id != event.run_id:
+        raise StorageError(
+            f"run record {run.run_id} and event {event.event_type.value} of run "
+            f"{event.run_id} disagree; pass the record of the event's run"
+        )
+
+
+def _positive_ttl(ttl_seconds: float) -> None:
+    if not ttl_seconds > 0:
+        raise LeaseError(f"ttl_seconds={ttl_seconds!r} must be a positive number of seconds")
+
+
+def _require_current(writer: _Writer, token: int) -> None:
+    row = writer.row
+    if token != row["lease_token"]:
+        raise LeaseError(
+            f"lease token {token} of run {writer.run_id} is stale: {row['lease_owner']!r} "
+            f"took the run over with token {row['lease_token']}; nothing was appended. "
+            "Stop driving this run",
+            run_id=writer.run_id,
+        )
+
+
+def _record(text: str) -> RunRecord:
+    return RunRecord.model_validate_json(text)
+
+
+def _event(row: Any) -> AgentEvent:
+    created_at: datetime = row["created_at"]
+    return AgentEvent(
+        event_id=row["event_id"],
+        run_id=row["run_id"],
+        sequence=row["sequence"],
+        event_type=EventType(row["event_type"]),
+        created_at=created_at,
+        payload=json.loads(row["payload"]),
+        parent_event_id=row["parent_event_id"],
+    )
+
+
+def store_from_settings(location: str, settings: Mapping[str, Any]) -> PostgresEventStore:
+    """Build a store from a DSN and a ``[store.settings]`` table."""
+    known = {
+        "connect_timeout",
+        "command_timeout",
+        "pool_min_size",
+        "pool_max_size",
+        "lease_owner",
+        "lease_ttl_seconds",
+        "schema",
+    }
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise StorageError(
+            f"unknown postgres store setting(s) {', '.join(unknown)}; "
+            f"known settings: {', '.join(sorted(known))}"
+        )
+    kwargs: dict[str, Any] = {}
+    for key in ("connect_timeout", "lease_ttl_seconds"):
+        if key in settings:
+            kwargs[key] = settings_float(settings, key, None)
+    if "command_timeout" in settings:
+        kwargs["command_timeout"] = settings_float(settings, "command_timeout", None)
+    for key in ("pool_min_size", "pool_max_size"):
+        if key in settings:
+            value = settings[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise StorageError(
+                    f"postgres store setting {key}={value!r} must be an integer >= 1"
+                )
+            kwargs[key] = value
+    if "lease_owner" in settings:
+        owner = settings["lease_owner"]
+        if not isinstance(owner, str) or not owner:
+            raise StorageError(f"postgres store setting lease_owner={owner!r} must be a name")
+        kwargs["lease_owner"] = owner
+    if "schema" in settings:
+        kwargs["schema"] = settings["schema"]
+    return PostgresEventStore(location, **kwargs)
