@@ -1,0 +1,203 @@
+"""run_shell, lint and test_runner: commands run ONLY in a bound sandbox, never on the host.
+
+``bind_sandbox(executor)`` binds any sandbox executor (``async run(command, *,
+workspace_dir, env=None, timeout_seconds=None)`` returning an object with
+``exit_code``, ``stdout``, ``stderr``, ``duration_ms``) — the docker and
+bubblewrap executors of ``avo-sandbox`` both fit. With none bound the tools
+raise :class:`~avo_tools.errors.SandboxNotBoundError`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from avo.models import ToolRisk
+from avo.tools import FunctionTool
+from avo_tools._build import build_tool
+from avo_tools.errors import SandboxNotBoundError
+from avo_tools.workspace import Workspace, current_workspace
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SandboxRunner(Protocol):
+    """What run_shell needs from a sandbox executor."""
+
+    async def run(
+        self,
+        command: str,
+        *,
+        workspace_dir: Path,
+        env: Mapping[str, str] | None = None,
+        timeout_seconds: float | None = None,
+    ) -> Any: ...
+
+
+_current: contextvars.ContextVar[tuple[SandboxRunner, ...]] = contextvars.ContextVar(
+    "avo_tools_sandbox", default=()
+)
+
+
+@contextmanager
+def bind_sandbox(executor: SandboxRunner) -> Iterator[SandboxRunner]:
+    """Bind a sandbox executor for run_shell / lint / test_runner inside this block."""
+    token = _current.set((*_current.get(), executor))
+    try:
+        yield executor
+    finally:
+        _current.reset(token)
+
+
+def current_sandbox(tool_name: str = "run_shell") -> SandboxRunner:
+    """The innermost bound sandbox, or SandboxNotBoundError."""
+    stack = _current.get()
+    if not stack:
+        raise SandboxNotBoundError(
+            f"{tool_name} invoked without a sandbox; it never runs commands on the host. "
+            "Wrap the run in avo_tools.bind_sandbox(executor) with a docker or bubblewrap "
+            "executor from avo-sandbox"
+        )
+    return stack[-1]
+
+
+class RunShellArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1, description="Shell command run with sh -c in the sandbox.")
+    timeout_seconds: float | None = Field(default=None, ge=0)
+
+
+class LintArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = None
+
+
+class TestRunnerArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: str | None = Field(default=None, description="pytest target, e.g. tests/test_x.py::t")
+    max_failures: int = Field(default=5, ge=1, le=50)
+
+
+async def _sandboxed(
+    tool: str, command: str, limit: float | None = None
+) -> tuple[Workspace, Any]:
+    executor = current_sandbox(tool)
+    workspace = current_workspace(tool)
+    result = await executor.run(command, workspace_dir=workspace.root, timeout_seconds=limit)
+    return workspace, result
+
+
+async def _run_shell(args: RunShellArguments) -> dict[str, object]:
+    _, result = await _sandboxed("run_shell", args.command, args.timeout_seconds or None)
+    return {
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "duration_ms": result.duration_ms,
+    }
+
+
+def _target(workspace: Workspace, target: str | None) -> str:
+    if not target:
+        return "."
+    path, sep, node = target.partition("::")
+    rel = workspace.relative(workspace.validate_path(path))
+    return shlex.quote(rel + sep + node)
+
+
+async def _lint(args: LintArguments) -> dict[str, object]:
+    workspace = current_workspace("lint")
+    target = _target(workspace, args.path)
+    command = (
+        "if command -v ruff >/dev/null 2>&1; then echo 'linter: ruff'; "
+        f"ruff check --no-cache --output-format=concise {target}; "
+        f"else echo 'linter: compileall'; python3 -m compileall -q {target}; fi"
+    )
+    _, result = await _sandboxed("lint", command)
+    first, _, rest = result.stdout.partition("\n")
+    return {
+        "linter": first.removeprefix("linter: ").strip(),
+        "clean": result.exit_code == 0,
+        "exit_code": result.exit_code,
+        "output": (rest + result.stderr).strip(),
+    }
+
+
+_SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
+
+
+async def _test_runner(args: TestRunnerArguments) -> dict[str, object]:
+    workspace = current_workspace("test_runner")
+    target = _target(workspace, args.target)
+    command = (
+        "python3 -m pytest -q --no-header -p no:cacheprovider "
+        f"--maxfail={args.max_failures} {target}"
+    )
+    _, result = await _sandboxed("test_runner", command)
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    lines = result.stdout.strip().splitlines()
+    summary = lines[-1] if lines else ""
+    for number, word in _SUMMARY.findall(summary):
+        key = "errors" if word.startswith("error") else word
+        if key in counts:
+            counts[key] = int(number)
+    return {
+        "exit_code": result.exit_code,
+        "success": result.exit_code == 0,
+        **counts,
+        "summary": summary,
+        "output": result.stdout + result.stderr,
+    }
+
+
+def run_shell_tool() -> FunctionTool[RunShellArguments]:
+    """Run a shell command in the bound sandbox (never on the host)."""
+    return build_tool(
+        name="run_shell",
+        description=(
+            "Run a shell command in an isolated sandbox (no network) with the workspace "
+            "as the working directory. Returns exit_code, stdout, stderr."
+        ),
+        arguments_model=RunShellArguments,
+        function=_run_shell,
+        risk=ToolRisk.EXECUTE,
+    )
+
+
+def lint_tool() -> FunctionTool[LintArguments]:
+    """Lint the workspace (ruff when present, else compileall) in the sandbox."""
+    return build_tool(
+        name="lint",
+        description="Lint workspace Python code (ruff if available, else a syntax check).",
+        arguments_model=LintArguments,
+        function=_lint,
+        risk=ToolRisk.INSPECT,
+    )
+
+
+def test_runner_tool() -> FunctionTool[TestRunnerArguments]:
+    """Run pytest in the sandbox and summarise the outcome."""
+    return build_tool(
+        name="test_runner",
+        description="Run the workspace's pytest suite (or one target) in the sandbox.",
+        arguments_model=TestRunnerArguments,
+        function=_test_runner,
+        risk=ToolRisk.INSPECT,
+    )
+
+
+__all__ = [
+    "LintArguments",
+    "RunShellArguments",
+    "SandboxRunner",
+    "TestRunnerArguments",
+    "bind_sandbox",
+    "current_sandbox",
+    "lint_tool",
+    "run_shell_tool",
+    "test_runner_tool",
+]
