@@ -6,6 +6,8 @@ plugin registers, its value a pluggy plugin object (see :func:`provides`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from avo.plugins.specs import (
     HOOK_OF_KIND,
     KIND_OF_SPEC,
@@ -44,6 +46,30 @@ GROUP_OF_KIND: dict[str, str] = {
 }
 ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
 
+if TYPE_CHECKING:
+    from avo.plugins.discovery import PluginEntry, discover, discover_all, names
+    from avo.plugins.manager import PluginManager, PluginProblem
+
+_LAZY = {
+    "PluginEntry": "avo.plugins.discovery",
+    "discover": "avo.plugins.discovery",
+    "discover_all": "avo.plugins.discovery",
+    "names": "avo.plugins.discovery",
+    "PluginManager": "avo.plugins.manager",
+    "PluginProblem": "avo.plugins.manager",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import discovery and the manager on first use (``importlib.metadata`` is slow)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'avo.plugins' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "ALL_GROUPS",
     "COMMAND_GROUP",
@@ -62,11 +88,17 @@ __all__ = [
     "HookPluginSpec",
     "NotifierSpec",
     "PermissionSpec",
+    "PluginEntry",
+    "PluginManager",
+    "PluginProblem",
     "ProviderCapabilities",
     "ProviderSpec",
     "SandboxSpec",
     "Spec",
     "StoreSpec",
     "ToolSpec",
+    "discover",
+    "discover_all",
+    "names",
     "provides",
 ]
