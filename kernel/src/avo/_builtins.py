@@ -1,0 +1,132 @@
+"""The kernel's own plugins, registered through entry points like any other.
+
+``kernel/pyproject.toml`` points the ``fake`` provider, the ``memory`` store and
+the ``run``, ``plugin`` and ``runs`` commands at the objects below. Nothing
+here is special-cased by the plugin manager; importing this module stays
+cheap (factories and command bodies import their modules when called).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from avo.plugins import CommandSpec, ProviderCapabilities, ProviderSpec, StoreSpec, provides
+
+
+class FakeProviderSettings(BaseModel):
+    """``[provider.settings]`` of the ``fake`` provider."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    script: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Scripted responses, in order: {content = ...} or "
+        "{tool_call = {name = ..., arguments = {...}}} tables (ModelResponse fields).",
+    )
+    repeat_last: bool = Field(default=False, description="Repeat the last response forever.")
+
+
+def _make_fake_provider(settings: Mapping[str, Any], *, environ: Any = None) -> Any:
+    from avo.providers.fake import FakeProvider
+
+    parsed = FakeProviderSettings.model_validate(dict(settings))
+    return FakeProvider(parsed.script, repeat_last=parsed.repeat_last)
+
+
+def _make_memory_store(location: str = "", settings: Mapping[str, Any] | None = None) -> Any:
+    from avo.storage.memory import InMemoryEventStore
+
+    return InMemoryEventStore()
+
+
+fake_provider = provides(
+    ProviderSpec(
+        name="fake",
+        factory=_make_fake_provider,
+        description="Scripted responses from [provider.settings] script: no network, no key.",
+        settings_model=FakeProviderSettings,
+        models=("fake",),
+        capabilities=ProviderCapabilities(streaming=True, tool_calls=True),
+    )
+)
+
+memory_store = provides(
+    StoreSpec(
+        name="memory",
+        factory=_make_memory_store,
+        description="In-process event store; everything is lost when the process ends.",
+        schemes=("memory",),
+    )
+)
+
+
+# ------------------------------------------------------------------ commands
+
+
+def _configure_run(parser: Any) -> None:
+    from avo.cli.run import configure
+
+    configure(parser)
+
+
+def _run_run(args: Any) -> int:
+    from avo.cli.run import run
+
+    return run(args)
+
+
+def _configure_plugin(parser: Any) -> None:
+    from avo.cli.plugin import configure
+
+    configure(parser)
+
+
+def _run_plugin(args: Any) -> int:
+    from avo.cli.plugin import run
+
+    return run(args)
+
+
+def _configure_runs(parser: Any) -> None:
+    from avo.cli.runs import configure
+
+    configure(parser)
+
+
+def _run_runs(args: Any) -> int:
+    from avo.cli.runs import run
+
+    return int(run(args))
+
+
+run_command = provides(
+    CommandSpec(
+        name="run",
+        configure=_configure_run,
+        run=_run_run,
+        help="run a task with the runtime composed from avo.toml and flags",
+    )
+)
+
+plugin_command = provides(
+    CommandSpec(
+        name="plugin",
+        configure=_configure_plugin,
+        run=_run_plugin,
+        help="list, show, install, remove or scaffold plugins",
+    )
+)
+
+runs_command = provides(
+    CommandSpec(
+        name="runs",
+        configure=_configure_runs,
+        run=_run_runs,
+        help="list, inspect and resume stored runs",
+    )
+)
+
+__all__ = ["fake_provider", "memory_store", "plugin_command", "run_command", "runs_command"]

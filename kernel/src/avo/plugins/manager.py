@@ -1,0 +1,551 @@
+"""The plugin manager: pluggy over entry points, metadata first, import later.
+
+There is no global manager: each runtime or CLI invocation builds its own
+:class:`PluginManager`, and tests build a fresh one (``autoload=False``) so
+they never see whatever happens to be installed.
+
+Life of a plugin:
+
+1. **Discovery** reads entry points and each distribution's declared
+   ``avo-kernel`` requirement from metadata. No plugin code is imported. A
+   distribution whose requirement excludes this kernel is refused here.
+2. **Loading** happens when a name is first used (:meth:`PluginManager.get`)
+   or when every plugin is checked (:meth:`PluginManager.load_all`, used by
+   ``avo plugin list``). The entry point's object is registered with pluggy and
+   its ``avo_register_<kind>(register)`` hooks are called.
+3. **Isolation**: a plugin that fails to import, raises in a hook, implements a
+   hook the kernel does not know, or claims a name another package already
+   claimed is recorded in :attr:`PluginManager.problems` (name, package,
+   version, reason) and skipped; every other plugin keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from avo import hookspecs
+from avo.exceptions import PluginConflictError, PluginError
+from avo.plugins.discovery import (
+    KERNEL_DISTRIBUTION,
+    PluginEntry,
+    canonical_name,
+    discover_all,
+    requirement_allows,
+)
+from avo.plugins.specs import HOOK_OF_KIND, KIND_OF_SPEC, PLUGIN_API_VERSION, Spec
+
+ESSENTIAL_PLUGINS: tuple[tuple[str, str], ...] = (("command", "plugin"),)
+"""``(kind, name)`` of kernel plugins no switch can disable, so ``avo plugin
+remove`` still works after a broken package was installed (pytest's
+essential plugins)."""
+
+KINDS: tuple[str, ...] = tuple(HOOK_OF_KIND)
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    """A plugin that was refused or isolated, and why."""
+
+    name: str
+    kind: str
+    package: str | None
+    version: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        origin = f"{self.package} {self.version}" if self.package else "an in-process plugin"
+        return f"{self.kind} plugin {self.name!r} from {origin}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A spec a loaded plugin registered, and which distribution registered it."""
+
+    kind: str
+    name: str
+    spec: Spec
+    package: str | None
+    version: str | None
+    plugin: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"name", "kind", "package", "version"}`` (what a run records)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "package": self.package,
+            "version": self.version,
+        }
+
+
+def _split(value: str | None) -> set[str]:
+    return {part.strip() for part in (value or "").split(",") if part.strip()}
+
+
+def _with_canonical(names: set[str]) -> set[str]:
+    return names | {canonical_name(name) for name in names}
+
+
+def _major(version: str | None) -> str | None:
+    if not version:
+        return None
+    return version.strip().lstrip("v").split(".")[0]
+
+
+def _kernel_version() -> str:
+    version = getattr(sys.modules.get("avo"), "__version__", None)
+    if isinstance(version, str):
+        return version
+    from importlib import metadata
+
+    try:
+        return metadata.version(KERNEL_DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "1.0.0"
+
+
+class _SafeHookRelay:
+    """Calls lifecycle hooks one implementation at a time, isolating failures."""
+
+    def __init__(self, manager: PluginManager) -> None:
+        self._manager = manager
+
+    def __getattr__(self, hook_name: str) -> Callable[..., list[Any]]:
+        caller = getattr(self._manager.pluggy.hook, hook_name)
+
+        def call(**kwargs: Any) -> list[Any]:
+            results: list[Any] = []
+            for impl in reversed(caller.get_hookimpls()):
+                if impl.hookwrapper or impl.wrapper:
+                    continue
+                try:
+                    result = impl.function(*[kwargs[name] for name in impl.argnames])
+                except Exception as exc:
+                    self._manager._hook_failed(impl.plugin_name, hook_name, exc)
+                    continue
+                if result is not None:
+                    results.append(result)
+            return results
+
+        return call
+
+
+class PluginManager:
+    """Discovers, loads and isolates avo plugins; one per runtime or CLI call.
+
+    :param environ: the injectable environment. ``AVO_PLUGINS_AUTOLOAD=0``
+        disables entry-point autoloading, ``AVO_PLUGINS_BLOCK=a,b`` blocks
+        plugins (by name, ``kind:name`` or package), ``AVO_PLUGINS_ALLOW=a,b``
+        loads only the listed ones.
+    :param autoload: ``False`` discovers no entry points (tests pass this and
+        :meth:`register` what they need); the environment wins when it sets
+        ``AVO_PLUGINS_AUTOLOAD``.
+    :param block: names to block in addition to ``AVO_PLUGINS_BLOCK``.
+    :param allow: an allow-list; ``AVO_PLUGINS_ALLOW`` wins when set.
+    :param path: where to look for distributions (default ``sys.path``).
+    """
+
+    def __init__(
+        self,
+        *,
+        environ: Mapping[str, str] | None = None,
+        autoload: bool | None = None,
+        block: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        path: Sequence[str] | None = None,
+    ) -> None:
+        env = environ if environ is not None else os.environ
+        env_autoload = env.get("AVO_PLUGINS_AUTOLOAD")
+        if env_autoload is not None and env_autoload.strip():
+            autoload = env_autoload.strip().lower() not in _FALSE
+        self.autoload = True if autoload is None else autoload
+        self.block = _split(env.get("AVO_PLUGINS_BLOCK")) | set(block)
+        env_allow = _split(env.get("AVO_PLUGINS_ALLOW"))
+        self.allow: set[str] | None = env_allow or (set(allow) if allow is not None else None)
+        self._path = path
+        self.kernel_version = _kernel_version()
+        self.pluggy = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pluggy.add_hookspecs(hookspecs)
+        self.hook: Any = _SafeHookRelay(self)
+        self._entries: dict[tuple[str, str], list[PluginEntry]] | None = None
+        self._excluded: dict[tuple[str, str], tuple[PluginEntry, str]] = {}
+        self._registrations: dict[tuple[str, str], Registration] = {}
+        self._problems: dict[tuple[str, str], PluginProblem] = {}
+        self._hook_problems: list[PluginProblem] = []
+        self._loaded_values: dict[int, str] = {}
+
+    # ------------------------------------------------------------ discovery
+
+    def _selected(self, entry: PluginEntry) -> str | None:
+        """Why ``entry`` is switched off, or None when it may load."""
+        key = (entry.kind, entry.name)
+        essential = (
+            key in ESSENTIAL_PLUGINS and canonical_name(entry.package or "") == KERNEL_DISTRIBUTION
+        )
+        if essential:
+            return None
+        labels = {entry.name, f"{entry.kind}:{entry.name}", canonical_name(entry.package or "")}
+        if labels & _with_canonical(self.block):
+            return "blocked by AVO_PLUGINS_BLOCK / [plugins] block"
+        if self.allow is not None:
+            if not labels & _with_canonical(self.allow):
+                return "not in the allow-list (AVO_PLUGINS_ALLOW / [plugins] allow)"
+        elif not self.autoload:
+            return "autoloading is disabled (AVO_PLUGINS_AUTOLOAD=0)"
+        return None
+
+    def discover(self) -> dict[tuple[str, str], list[PluginEntry]]:
+        """Read every avo entry point from metadata (once); import nothing."""
+        if self._entries is not None:
+            return self._entries
+        entries: dict[tuple[str, str], list[PluginEntry]] = {}
+        for group_entries in discover_all(path=self._path).values():
+            for entry in group_entries:
+                key = (entry.kind, entry.name)
+                reason = self._selected(entry)
+                if reason is not None:
+                    self._excluded[key] = (entry, reason)
+                    continue
+                entries.setdefault(key, []).append(entry)
+        for key, candidates in entries.items():
+            self._check_metadata(key, candidates)
+        self._entries = entries
+        return entries
+
+    def _check_metadata(self, key: tuple[str, str], candidates: list[PluginEntry]) -> None:
+        kind, name = key
+        packages = sorted({c.package or "?" for c in candidates})
+        if len(packages) > 1:
+            ordered = sorted(candidates, key=lambda c: c.package or "")
+            both = " and ".join(f"{c.package} {c.version}" for c in ordered)
+            self._problems[key] = PluginProblem(
+                name,
+                kind,
+                ", ".join(packages),
+                None,
+                f"name conflict: {kind} {name!r} is registered by both {both}; "
+                f"uninstall one or block it with AVO_PLUGINS_BLOCK",
+            )
+            return
+        entry = candidates[0]
+        spec = entry.kernel_requirement
+        if not spec:
+            return
+        try:
+            compatible = requirement_allows(spec, self.kernel_version)
+        except ValueError as exc:
+            reason = f"cannot read its avo-kernel requirement {spec!r}: {exc}"
+            self._problems[key] = PluginProblem(name, kind, entry.package, entry.version, reason)
+            return
+        if not compatible:
+            self._problems[key] = PluginProblem(
+                name,
+                kind,
+                entry.package,
+                entry.version,
+                f"incompatible plugin API: it requires avo-kernel{spec}, but this kernel is "
+                f"{self.kernel_version} (plugin API {PLUGIN_API_VERSION})",
+            )
+
+    # -------------------------------------------------------------- loading
+
+    def register(
+        self,
+        plugin: Any,
+        name: str | None = None,
+        *,
+        package: str | None = None,
+        version: str | None = None,
+    ) -> list[Registration]:
+        """Register an in-process plugin object and collect what it registers.
+
+        Raises :class:`PluginError` when the object is invalid (unknown hook,
+        bad hook signature, raising hook) and :class:`PluginConflictError`
+        when it claims a name another plugin already holds.
+        """
+        label = name or getattr(plugin, "__name__", None) or repr(plugin)
+        added, problem = self._load_object(plugin, label, package, version)
+        if problem is not None:
+            error = PluginConflictError if problem.startswith("name conflict") else PluginError
+            raise error(f"plugin {label!r}: {problem}", plugin=label, package=package)
+        return added
+
+    def _load_object(
+        self, plugin: Any, label: str, package: str | None, version: str | None
+    ) -> tuple[list[Registration], str | None]:
+        """Register ``plugin`` with pluggy and run its registration hooks.
+
+        Returns what it registered, or the reason it was isolated (and then
+        nothing it registered is kept).
+        """
+        if id(plugin) in self._loaded_values:
+            return [], None
+        pm = self.pluggy
+        try:
+            pm.register(plugin, name=f"{label}#{len(self._loaded_values)}")
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            return [], f"invalid plugin: {exc}"
+        plugin_name = pm.get_name(plugin) or label
+        unknown = [
+            caller.name
+            for caller in pm.get_hookcallers(plugin) or ()
+            if caller.spec is None
+            and not any(i.optionalhook for i in caller.get_hookimpls() if i.plugin is plugin)
+        ]
+        if unknown:
+            pm.unregister(plugin)
+            return [], f"implements hooks the kernel does not know: {', '.join(sorted(unknown))}"
+        collected: list[Registration] = []
+        for kind, hook_name in HOOK_OF_KIND.items():
+            caller = getattr(pm.hook, hook_name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not plugin:
+                    continue
+                register = self._make_register(kind, collected, package, version, plugin_name)
+                try:
+                    impl.function(*[register for _ in impl.argnames])
+                except Exception as exc:
+                    pm.unregister(plugin)
+                    return [], f"raised in {hook_name}: {type(exc).__name__}: {exc}"
+        for reg in collected:
+            key = (reg.kind, reg.name)
+            held = self._registrations.get(key)
+            if held is not None:
+                pm.unregister(plugin)
+                return [], (
+                    f"name conflict: {reg.kind} {reg.name!r} is registered by both "
+                    f"{held.package or held.plugin} {held.version or ''}".rstrip()
+                    + f" and {package or label} {version or ''}".rstrip()
+                )
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError as exc:  # pragma: no cover - caught above
+            pm.unregister(plugin)
+            return [], f"invalid plugin: {exc}"
+        for reg in collected:
+            self._registrations[(reg.kind, reg.name)] = reg
+        self._loaded_values[id(plugin)] = plugin_name
+        return collected, None
+
+    def _make_register(
+        self,
+        kind: str,
+        collected: list[Registration],
+        package: str | None,
+        version: str | None,
+        plugin_name: str,
+    ) -> Callable[[Any], None]:
+        def register(spec: Any) -> None:
+            spec_kind = KIND_OF_SPEC.get(type(spec))
+            if spec_kind != kind:
+                raise PluginError(
+                    f"avo_register_{kind}s got {type(spec).__name__}; expected the {kind} spec type"
+                )
+            name = getattr(spec, "name", "")
+            if not isinstance(name, str) or not name:
+                raise PluginError(f"a {kind} spec needs a non-empty name")
+            collected.append(Registration(kind, name, spec, package, version, plugin_name))
+
+        return register
+
+    def _load_entry(self, entry: PluginEntry) -> None:
+        key = (entry.kind, entry.name)
+        if key in self._registrations or key in self._problems:
+            return
+        try:
+            plugin = entry.factory()
+        except Exception as exc:
+            reason = f"failed to import {entry.value}: {type(exc).__name__}: {exc}"
+            self._problems[key] = PluginProblem(
+                entry.name, entry.kind, entry.package, entry.version, reason
+            )
+            return
+        _, problem = self._load_object(plugin, entry.name, entry.package, entry.version)
+        if problem is None and key not in self._registrations:
+            problem = (
+                f"entry point {entry.group}:{entry.name} loaded but registered no "
+                f"{entry.kind} named {entry.name!r}"
+            )
+        if problem is not None:
+            self._problems[key] = PluginProblem(
+                entry.name, entry.kind, entry.package, entry.version, problem
+            )
+
+    def load(self, kind: str, name: str) -> None:
+        """Import and register the plugin for ``kind``/``name`` if it is not loaded yet."""
+        if (kind, name) in self._registrations:
+            return
+        for entry in self.discover().get((kind, name), ()):
+            self._load_entry(entry)
+
+    def load_kind(self, kind: str) -> None:
+        """Load every enabled plugin of one kind (e.g. all stores, to match a scheme)."""
+        for (entry_kind, name), _ in list(self.discover().items()):
+            if entry_kind == kind:
+                self.load(entry_kind, name)
+
+    def load_all(self) -> None:
+        """Load every enabled plugin, recording problems (``avo plugin list``)."""
+        for kind, name in list(self.discover()):
+            self.load(kind, name)
+
+    # -------------------------------------------------------------- queries
+
+    def get(self, kind: str, name: str) -> Any:
+        """The spec registered for ``kind``/``name``, loading its plugin on first use.
+
+        Raises :class:`PluginConflictError` for a name two packages claim and
+        :class:`PluginError` (listing the available names) otherwise.
+        """
+        if kind not in KINDS:
+            raise PluginError(f"unknown plugin kind {kind!r}; kinds: {', '.join(KINDS)}")
+        self.load(kind, name)
+        reg = self._registrations.get((kind, name))
+        if reg is not None:
+            return reg.spec
+        problem = self._problems.get((kind, name))
+        if problem is not None:
+            error = PluginConflictError if "name conflict" in problem.reason else PluginError
+            raise error(str(problem), plugin=name, package=problem.package)
+        excluded = self._excluded.get((kind, name))
+        if excluded is not None:
+            entry, reason = excluded
+            raise PluginError(
+                f"{kind} plugin {name!r} from {entry.package} {entry.version} is disabled: "
+                f"{reason}",
+                plugin=name,
+                package=entry.package,
+            )
+        available = ", ".join(self.names(kind)) or "(none installed)"
+        raise PluginError(f"unknown {kind} {name!r}; available: {available}", plugin=name)
+
+    def registration(self, kind: str, name: str) -> Registration:
+        """Like :meth:`get`, but with the package and version that registered it."""
+        self.get(kind, name)
+        return self._registrations[(kind, name)]
+
+    def names(self, kind: str) -> list[str]:
+        """Names usable for ``kind``: discovered (not known broken) plus registered."""
+        found = {
+            name for (k, name) in self.discover() if k == kind and (k, name) not in self._problems
+        }
+        found |= {name for (k, name) in self._registrations if k == kind}
+        return sorted(found)
+
+    def specs(self, kind: str) -> dict[str, Any]:
+        """Specs already loaded for ``kind`` (call :meth:`load_kind` first for all)."""
+        return {name: reg.spec for (k, name), reg in self._registrations.items() if k == kind}
+
+    def entries(self, *, include_disabled: bool = False) -> list[PluginEntry]:
+        """Every discovered entry point the switches leave enabled (or all of them)."""
+        found = [entry for group in self.discover().values() for entry in group]
+        if include_disabled:
+            found += [entry for entry, _ in self._excluded.values()]
+        return found
+
+    @property
+    def problems(self) -> list[PluginProblem]:
+        """Every plugin refused or isolated so far, in a stable order."""
+        ordered = sorted(self._problems.values(), key=lambda p: (p.kind, p.name))
+        return ordered + list(self._hook_problems)
+
+    def status(self) -> list[dict[str, Any]]:
+        """One row per plugin: name, kind, package, version, status, reason."""
+        self.load_all()
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        for key, reg in self._registrations.items():
+            rows[key] = {**reg.as_dict(), "status": "ok", "reason": ""}
+        for key, problem in self._problems.items():
+            rows[key] = {
+                "name": problem.name,
+                "kind": problem.kind,
+                "package": problem.package,
+                "version": problem.version,
+                "status": "conflict" if "name conflict" in problem.reason else "broken",
+                "reason": problem.reason,
+            }
+        for key, (entry, reason) in self._excluded.items():
+            rows.setdefault(
+                key,
+                {
+                    "name": entry.name,
+                    "kind": entry.kind,
+                    "package": entry.package,
+                    "version": entry.version,
+                    "status": "disabled",
+                    "reason": reason,
+                },
+            )
+        return [rows[key] for key in sorted(rows)]
+
+    # ------------------------------------------------------------- run support
+
+    def _hook_failed(self, plugin_name: str, hook_name: str, exc: BaseException) -> None:
+        reg = next((r for r in self._registrations.values() if r.plugin == plugin_name), None)
+        self._hook_problems.append(
+            PluginProblem(
+                reg.name if reg else plugin_name,
+                reg.kind if reg else "plugin",
+                reg.package if reg else None,
+                reg.version if reg else None,
+                f"raised in {hook_name}: {type(exc).__name__}: {exc}",
+            )
+        )
+
+    def plugin_set(self) -> list[dict[str, Any]]:
+        """The loaded plugins a run is composed from (commands excluded), sorted."""
+        return [
+            reg.as_dict()
+            for key, reg in sorted(self._registrations.items())
+            if reg.kind != "command"
+        ]
+
+    def check_plugin_set(self, recorded: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Differences between a run's recorded plugin set and what is here now.
+
+        Returns human-readable lines, one per plugin that is gone, disabled,
+        now shipped by another package, or changed major version; an empty
+        list means resuming is safe as far as plugins go. Reads metadata only.
+        """
+        differences: list[str] = []
+        for item in recorded:
+            kind, name = str(item.get("kind")), str(item.get("name"))
+            package, version = item.get("package"), item.get("version")
+            was = f"{package} {version}" if package else "an in-process plugin"
+            reg = self._registrations.get((kind, name))
+            now_package, now_version = (reg.package, reg.version) if reg else (None, None)
+            if reg is None:
+                candidates = self.discover().get((kind, name))
+                if (kind, name) in self._excluded:
+                    reason = self._excluded[(kind, name)][1]
+                    differences.append(f"{kind} {name!r} ({was}) is disabled now: {reason}")
+                    continue
+                if not candidates or (kind, name) in self._problems:
+                    differences.append(f"{kind} {name!r} ({was}) is no longer available")
+                    continue
+                now_package, now_version = candidates[0].package, candidates[0].version
+            if (
+                package
+                and now_package
+                and canonical_name(str(package)) != canonical_name(now_package)
+            ):
+                differences.append(
+                    f"{kind} {name!r} came from {was} but now comes from "
+                    f"{now_package} {now_version}"
+                )
+            elif package and _major(str(version)) != _major(now_version):
+                differences.append(
+                    f"{kind} {name!r} changed major version: {package} {version} -> "
+                    f"{now_package} {now_version}"
+                )
+        return differences
+
+
+__all__ = ["ESSENTIAL_PLUGINS", "PluginManager", "PluginProblem", "Registration"]
