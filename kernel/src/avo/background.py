@@ -84,7 +84,16 @@ class BackgroundJobManager:
         self._jobs[job.job_id] = job
         task = asyncio.get_running_loop().create_task(self._drive(job, coro), name=name)
         self._tasks[job.job_id] = task
+        task.add_done_callback(lambda _task: self._settle(job, coro))
         return job
+
+    @staticmethod
+    def _settle(job: Job, coro: Coroutine[Any, Any, Any]) -> None:
+        # A task cancelled before its first step never enters _drive.
+        if not job.done:
+            coro.close()
+            job.status = JobStatus.CANCELLED
+            job.finished_at = utc_now()
 
     async def _drive(self, job: Job, coro: Coroutine[Any, Any, Any]) -> None:
         try:

@@ -72,6 +72,9 @@ def compact_messages(
     head, middle, tail = parts
     summary = summarize_callable(middle) if summarize_callable is not None else None
     if summary is not None and not isinstance(summary, str):
+        close = getattr(summary, "close", None)
+        if callable(close):
+            close()  # an un-awaited coroutine must not leak a warning
         raise TypeError(
             "summarize_callable must return a str; use acompact_messages for an async summarizer"
         )
