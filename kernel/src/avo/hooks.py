@@ -85,8 +85,12 @@ class HookRegistry:
         return any(self._hooks.values())
 
     async def fire(self, event: HookEvent, context: HookContext) -> HookDecision:
-        """Call the hooks in order; the first BLOCK wins. A raising hook counts as ALLOW."""
+        """Call the hooks in order; the first BLOCK wins. A raising hook counts as ALLOW.
+
+        An ALLOW may carry ``modified_args`` (PRE_TOOL_USE); the last one given wins.
+        """
         reasons: list[str] = []
+        modified: dict[str, Any] | None = None
         for hook in self._hooks[event]:
             try:
                 decision = hook(context)
@@ -101,7 +105,9 @@ class HookRegistry:
                 return decision
             if decision.reason:
                 reasons.append(decision.reason)
-        return HookDecision(HookAction.ALLOW, "; ".join(reasons))
+            if decision.modified_args is not None:
+                modified = decision.modified_args
+        return HookDecision(HookAction.ALLOW, "; ".join(reasons), modified)
 
 
 def make_blocking_hook(reason: str) -> HookCallable:

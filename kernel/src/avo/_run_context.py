@@ -1,0 +1,42 @@
+"""The mutable per-run state the handlers share (internal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import JsonValue
+
+from avo.events import RunLogState
+from avo.models import ModelResponse, RunRecord, ToolCall
+from avo.policies import LoopPolicy
+from avo.progress import ProgressDetector
+from avo.state import RunState
+
+
+@dataclass(eq=False)
+class _RunContext:
+    """One run being driven: its head, its log summary and the loop's working state."""
+
+    run: RunRecord
+    log: RunLogState
+    policy: LoopPolicy
+    messages: list[dict[str, JsonValue]]
+    started_at: datetime
+    next_step: int = 1
+    detector: ProgressDetector = field(default_factory=ProgressDetector)
+    completed_tool_call_ids: set[str] = field(default_factory=set)
+    consecutive_errors: int = 0
+    last_input_tokens: int = 0
+    pending_response: ModelResponse | None = None
+    pending_call: ToolCall | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.run.run_id
+
+    @property
+    def state(self) -> RunState:
+        """The run's current state."""
+        return self.run.state

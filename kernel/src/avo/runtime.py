@@ -1,0 +1,377 @@
+"""AgentRuntime.run() / resume() / inspect()."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from avo._run_context import _RunContext
+from avo.circuit_breaker import CircuitBreaker
+from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
+from avo.exceptions import (
+    CheckpointNotFoundError,
+    RunAlreadyTerminalError,
+    RunNotFoundError,
+    StorageError,
+    UnsafeResumeError,
+)
+from avo.hooks import HookContext, HookEvent, HookRegistry
+from avo.models import (
+    Checkpoint,
+    ModelRequest,
+    ModelResponse,
+    RunRecord,
+    RunResult,
+    ToolCall,
+    ToolResult,
+    new_id,
+    utc_now,
+)
+from avo.policies import LoopPolicy
+from avo.progress import ProgressDetector
+from avo.providers.base import ModelProvider
+from avo.runtime_handlers import HANDLERS
+from avo.runtime_persistence import (
+    append,
+    apply_tool_result,
+    checkpoint,
+    notify_appended,
+    restore_provider,
+    result_of,
+    terminate,
+    tool_call_message,
+    transition,
+)
+from avo.state import RunState, StopReason, is_terminal
+from avo.storage.base import EventStore
+from avo.storage.memory import InMemoryEventStore
+from avo.tools import Tool, ToolRegistry
+
+if TYPE_CHECKING:
+    from avo.tracing import RunTrace
+
+Clock = Callable[[], datetime]
+ApprovalCallback = Callable[[ToolCall], bool | Awaitable[bool]]
+
+logger = logging.getLogger("avo.runtime")
+
+
+def _always_approve(call: ToolCall) -> bool:
+    return True
+
+
+class AgentRuntime:
+    """Drives runs through the §5 state machine, one event and checkpoint at a time."""
+
+    def __init__(
+        self,
+        *,
+        provider: ModelProvider,
+        tools: Iterable[Tool] | ToolRegistry = (),
+        policy: LoopPolicy | None = None,
+        event_store: EventStore | None = None,
+        clock: Clock = utc_now,
+        approval_callback: ApprovalCallback | None = None,
+        memory: Any | None = None,
+        hooks: HookRegistry | None = None,
+        stream_callback: Callable[[str], None] | None = None,
+        stream_interrupt_callback: Callable[[], None] | None = None,
+        plugins: Any | None = None,
+        rate_limiter: Any | None = None,
+        budget: Any | None = None,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.policy = policy or LoopPolicy()
+        self.event_store: EventStore = event_store or InMemoryEventStore()
+        self.clock = clock
+        self._approval_callback: ApprovalCallback = approval_callback or _always_approve
+        self.memory = memory
+        self.hooks = hooks
+        self.stream_callback = stream_callback
+        self.stream_interrupt_callback = stream_interrupt_callback
+        self._plugins = plugins
+        self._rate_limiter = rate_limiter
+        self._budget = budget
+        self._lock = asyncio.Lock()
+        self._tool_metadata = self.tools.metadata
+        self._can_stream = callable(getattr(provider, "stream", None))
+        self._provider_name = _text_attr(provider, "name")
+        self._provider_model = _text_attr(provider, "model")
+        self._breaker: CircuitBreaker | None = None
+
+    # ------------------------------------------------------------------ public API
+
+    async def run(
+        self,
+        task: str,
+        *,
+        system_prompt: str | None = None,
+        user_state: dict[str, JsonValue] | None = None,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """Start a run for ``task`` and drive it to a terminal state."""
+        async with self._lock:
+            now = self.clock()
+            run = RunRecord(
+                run_id=run_id or new_id(),
+                task=task,
+                user_state=dict(user_state or {}),
+                created_at=now,
+                updated_at=now,
+            )
+            messages: list[dict[str, JsonValue]] = []
+            if system_prompt:
+                messages.append({"role": "system", "content": system_prompt})
+            messages.append({"role": "user", "content": task})
+            payload: dict[str, JsonValue] = {
+                "task": task,
+                "policy": self.policy.model_dump(mode="json"),
+            }
+            if system_prompt:
+                payload["system_prompt"] = system_prompt
+            plugin_set = self._plugin_set()
+            if plugin_set is not None:
+                payload["plugins"] = plugin_set
+            event = AgentEvent(
+                run_id=run.run_id, event_type=EventType.RUN_CREATED, created_at=now, payload=payload
+            )
+            ctx = _RunContext(
+                run=run,
+                log=RunLogState(run_id=run.run_id),
+                policy=self.policy,
+                messages=messages,
+                started_at=now,
+            )
+            validate_event_append(ctx.log, event)
+            ctx.run = await self.event_store.create_run(run, event)
+            stored = event.model_copy(update={"sequence": 1})
+            ctx.log.apply(stored)
+            self._start_breaker()
+            if self._plugins is not None:
+                self._call_plugins(
+                    "avo_run_started", run_id=run.run_id, task=task, plugins=plugin_set or []
+                )
+            notify_appended(self, stored)
+            return await self._drive(ctx)
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe."""
+        async with self._lock:
+            run = await self.event_store.get_run(run_id)
+            if run is None:
+                raise RunNotFoundError(
+                    f"Run {run_id!r} was not found in the event store", run_id=run_id
+                )
+            if is_terminal(run.state) or await self.event_store.is_terminal_run(run_id):
+                raise RunAlreadyTerminalError(
+                    f"Run {run_id!r} already finished ({run.state.value}"
+                    f"{', ' + run.stop_reason.value if run.stop_reason else ''}); "
+                    "there is nothing to resume",
+                    run_id=run_id,
+                )
+            cp = await self.event_store.get_latest_checkpoint(run_id)
+            if cp is None:
+                raise CheckpointNotFoundError(
+                    f"Run {run_id!r} has no checkpoint to resume from", run_id=run_id
+                )
+            events = await self.event_store.get_events(run_id)
+            log = RunLogState.from_events(run_id, events)
+            self._check_plugin_set(run_id, events)
+            open_calls = sorted(log.open_tool_calls)
+            if open_calls:
+                raise UnsafeResumeError(
+                    "Cannot safely resume because these tool calls started without a durable "
+                    f"result: {', '.join(open_calls)}",
+                    run_id=run_id,
+                    tool_call_ids=tuple(open_calls),
+                )
+            restore_provider(self, run_id, cp.provider_metadata)
+            ctx = self._context_from_checkpoint(run, log, cp)
+            target = self._recover_result_after_checkpoint(ctx, cp, events)
+            ctx.run = ctx.run.model_copy(update={"state": log.state})
+            if log.state is not target:
+                if log.state is not RunState.PAUSED:
+                    await transition(self, ctx, RunState.PAUSED)
+                await transition(self, ctx, target)
+            await append(
+                self,
+                ctx,
+                EventType.RUN_RESUMED,
+                {
+                    "checkpoint_id": cp.checkpoint_id,
+                    "checkpoint_sequence": cp.last_event_sequence,
+                    "state": target.value,
+                },
+            )
+            if target is not cp.state:
+                await checkpoint(self, ctx)
+            self._start_breaker()
+            return await self._drive(ctx)
+
+    async def inspect(self, run_id: str) -> RunTrace:
+        """The run's trace, built from its events (§20.4)."""
+        from avo.tracing import TraceInspector
+
+        return await TraceInspector(self.event_store).inspect(run_id)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _drive(self, ctx: _RunContext) -> RunResult:
+        try:
+            while not is_terminal(ctx.run.state):
+                await HANDLERS[ctx.run.state](self, ctx)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await self._end_on_error(
+                ctx, RunState.CANCELLED, StopReason.USER_CANCELLED, "Run cancelled by the caller."
+            )
+        except (StorageError, UnsafeResumeError):
+            raise
+        except Exception as exc:
+            logger.exception("run %s failed with an internal error", ctx.run_id)
+            await self._end_on_error(
+                ctx,
+                RunState.FAILED,
+                StopReason.INTERNAL_ERROR,
+                f"Internal error: {type(exc).__name__}: {exc}",
+            )
+        result = result_of(ctx)
+        if self.hooks is not None:
+            await self.hooks.fire(
+                HookEvent.STOP, HookContext(HookEvent.STOP, ctx.run_id, run=ctx.run)
+            )
+        if self._plugins is not None:
+            self._call_plugins("avo_run_finished", run_id=ctx.run_id, result=result)
+        return result
+
+    async def _end_on_error(
+        self, ctx: _RunContext, state: RunState, reason: StopReason, error: str
+    ) -> None:
+        if is_terminal(ctx.run.state):
+            return
+        await terminate(self, ctx, state, reason, error=error)
+
+    async def _stream_with_callback(self, request: ModelRequest) -> ModelResponse:
+        from avo.providers.streaming import StreamAssembler
+
+        callback = self.stream_callback
+        assert callback is not None
+        assembler = StreamAssembler()
+        emitted = False
+        try:
+            async for chunk in self.provider.stream(request):  # type: ignore[attr-defined]
+                if chunk.text:
+                    callback(chunk.text)
+                    emitted = True
+                assembler.feed(chunk)
+        except BaseException:
+            if emitted and self.stream_interrupt_callback is not None:
+                self.stream_interrupt_callback()
+            raise
+        return assembler.build()
+
+    # ------------------------------------------------------------------ resume helpers
+
+    def _context_from_checkpoint(
+        self, run: RunRecord, log: RunLogState, cp: Checkpoint
+    ) -> _RunContext:
+        policy = LoopPolicy.model_validate(cp.policy)
+        response = cp.pending_response
+        return _RunContext(
+            run=run.model_copy(
+                update={
+                    "token_usage": cp.token_usage,
+                    "token_accounting_available": cp.token_accounting_available,
+                    "steps": cp.next_step - 1,
+                    "user_state": dict(cp.user_state),
+                }
+            ),
+            log=log,
+            policy=policy,
+            messages=list(cp.messages),
+            started_at=self.clock(),
+            next_step=cp.next_step,
+            detector=ProgressDetector(
+                action_history=cp.repeated_action_history,
+                observation_history=cp.observation_fingerprints,
+                model_history=cp.model_response_fingerprints,
+                progress_markers=cp.progress_markers,
+            ),
+            # Any call with a durable result must never run again.
+            completed_tool_call_ids=set(cp.completed_tool_call_ids) | log.finished_tool_calls,
+            consecutive_errors=cp.consecutive_errors,
+            pending_response=response,
+            pending_call=response.tool_call if response is not None else None,
+        )
+
+    def _recover_result_after_checkpoint(
+        self, ctx: _RunContext, cp: Checkpoint, events: list[AgentEvent]
+    ) -> RunState:
+        """If the pending call finished after the checkpoint, use its durable result."""
+        call = ctx.pending_call
+        if cp.state is not RunState.DECISION_RECEIVED or call is None:
+            return cp.state
+        if call.tool_call_id not in ctx.log.finished_tool_calls:
+            return cp.state
+        for event in reversed(events):
+            if event.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED) and (
+                event.payload.get("tool_call_id") == call.tool_call_id
+            ):
+                result = ToolResult.model_validate(event.payload["result"])
+                break
+        else:  # pragma: no cover - finished_tool_calls came from these events
+            raise UnsafeResumeError(f"no durable result found for {call.tool_call_id}")
+        ctx.messages.append(tool_call_message(call))
+        ctx.detector.record_action(call)
+        apply_tool_result(ctx, result)
+        ctx.pending_response = None
+        ctx.pending_call = None
+        return RunState.OBSERVATION_RECORDED
+
+    # ------------------------------------------------------------------ plugins
+
+    def _start_breaker(self) -> None:
+        policy = self.policy.circuit_breaker
+        if policy is not None and self._breaker is None:
+            self._breaker = CircuitBreaker(policy)
+
+    def _plugin_set(self) -> list[JsonValue] | None:
+        if self._plugins is None or not hasattr(self._plugins, "plugin_set"):
+            return None
+        return list(self._plugins.plugin_set())
+
+    def _check_plugin_set(self, run_id: str, events: list[AgentEvent]) -> None:
+        if self._plugins is None or not events or not hasattr(self._plugins, "check_plugin_set"):
+            return
+        recorded = events[0].payload.get("plugins")
+        if not isinstance(recorded, list):
+            return
+        differences = list(self._plugins.check_plugin_set(recorded))
+        if differences:
+            raise UnsafeResumeError(
+                f"Cannot safely resume run {run_id!r}: the plugins it was composed from changed: "
+                + "; ".join(differences),
+                run_id=run_id,
+            )
+
+    def _call_plugins(self, hook_name: str, **kwargs: Any) -> None:
+        try:
+            getattr(self._plugins.hook, hook_name)(**kwargs)  # type: ignore[union-attr]
+        except Exception:
+            logger.exception("a plugin's %s hook raised; the run goes on", hook_name)
+
+
+def _text_attr(obj: object, name: str) -> str | None:
+    value = getattr(obj, name, None)
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["AgentRuntime", "ApprovalCallback", "Clock", "_RunContext"]

@@ -1,0 +1,490 @@
+"""Per-state handler functions (the loop body).
+
+Each handler moves a run out of one state. The dispatcher in
+:mod:`avo.runtime` calls ``HANDLERS[state]`` until the run is terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from avo._run_context import _RunContext
+from avo.circuit_breaker import BreakerOpen
+from avo.events import EventType
+from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
+from avo.hooks import HookContext, HookEvent
+from avo.models import ModelRequest, ModelResponse, ToolResult, utc_now
+from avo.runtime_persistence import (
+    append,
+    append_with_run,
+    checkpoint,
+    elapsed_seconds,
+    record_tool_result,
+    terminate,
+    tool_call_message,
+    transition,
+    trigger_policy,
+)
+from avo.state import RunState, StopReason
+
+if TYPE_CHECKING:
+    from avo.runtime import AgentRuntime
+
+Handler = Callable[["AgentRuntime", _RunContext], Awaitable[None]]
+
+_PROVIDER_EVENT_TYPES = frozenset({EventType.ROUTE_FAILOVER, EventType.SAVER_APPLIED})
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectionError | TimeoutError | OSError)
+
+
+async def handle_created(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Recall memories (if configured), enter MODEL_PENDING, checkpoint."""
+    if rt.memory is not None:
+        recalled = rt.memory.recall_text(ctx.run.task)
+        if inspect.isawaitable(recalled):
+            recalled = await recalled
+        lines = [str(item) for item in (recalled or ()) if str(item).strip()]
+        if lines:
+            note = "Relevant memories:\n" + "\n".join(f"- {line}" for line in lines)
+            ctx.messages.insert(len(ctx.messages) - 1, {"role": "system", "content": note})
+    await transition(rt, ctx, RunState.MODEL_PENDING)
+    await checkpoint(rt, ctx)
+
+
+def _bind_event_sink(rt: AgentRuntime, ctx: _RunContext) -> None:
+    if not hasattr(rt.provider, "event_sink"):
+        return
+
+    async def sink(event_type: EventType | str, payload: dict[str, Any]) -> None:
+        kind = EventType(event_type)
+        if kind not in _PROVIDER_EVENT_TYPES:
+            raise ValueError(f"a provider may only record {sorted(_PROVIDER_EVENT_TYPES)}")
+        await append(rt, ctx, kind, dict(payload))
+
+    rt.provider.event_sink = sink  # type: ignore[attr-defined]
+
+
+async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Check the bounds, call the provider, record the decision, checkpoint."""
+    policy = ctx.policy
+    elapsed = elapsed_seconds(rt, ctx)
+    if policy.runtime_reason(elapsed) is not None:
+        await trigger_policy(
+            rt,
+            ctx,
+            StopReason.MAX_RUNTIME,
+            f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
+            f"after {elapsed:.3f}s.",
+        )
+        return
+    if ctx.next_step > policy.max_steps:
+        await trigger_policy(
+            rt, ctx, StopReason.MAX_STEPS, f"Run stopped: max_steps ({policy.max_steps}) reached."
+        )
+        return
+    if rt._breaker is not None:
+        try:
+            rt._breaker.allow()
+        except BreakerOpen as exc:
+            await handle_provider_error(rt, ctx, ProviderError(str(exc), retryable=False))
+            return
+    request = ModelRequest.model_construct(
+        request_id=f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}",
+        run_id=ctx.run_id,
+        step=ctx.next_step,
+        messages=list(ctx.messages),
+        tools=rt._tool_metadata,
+        cache=False,
+        cache_prefix_messages=None,
+    )
+    _bind_event_sink(rt, ctx)
+    started = time.perf_counter()
+    try:
+        if rt._rate_limiter is not None:
+            await rt._rate_limiter.acquire(input_tokens=ctx.last_input_tokens)
+        async with asyncio.timeout(policy.provider_timeout_seconds):
+            if rt.stream_callback is not None and rt._can_stream:
+                response = await rt._stream_with_callback(request)
+            else:
+                response = await rt.provider.generate(request)
+    except TimeoutError:
+        await handle_provider_error(
+            rt,
+            ctx,
+            ProviderError(
+                "Provider call exceeded the configured timeout of "
+                f"{policy.provider_timeout_seconds:g} seconds."
+            ),
+        )
+        return
+    except ValidationError as exc:
+        await _invalid_model_response(rt, ctx, exc)
+        return
+    except ProviderError as exc:
+        await handle_provider_error(rt, ctx, exc)
+        return
+    except AvoError:
+        raise
+    except Exception as exc:
+        error = ProviderError(f"{type(exc).__name__}: {exc}", retryable=_is_transient(exc))
+        await handle_provider_error(rt, ctx, error)
+        return
+    if not isinstance(response, ModelResponse):
+        problem = TypeError(f"provider returned {type(response).__name__}, not a ModelResponse")
+        await _invalid_model_response(rt, ctx, problem)
+        return
+    await _record_response(rt, ctx, response, (time.perf_counter() - started) * 1000)
+
+
+async def _record_response(
+    rt: AgentRuntime, ctx: _RunContext, response: ModelResponse, duration_ms: float
+) -> None:
+    if rt._breaker is not None:
+        rt._breaker.record_success()
+    run = ctx.run
+    usage = response.usage
+    accounting = run.token_accounting_available and usage is not None
+    total = run.token_usage.plus(usage) if usage is not None else run.token_usage
+    if usage is not None:
+        ctx.last_input_tokens = usage.input_tokens
+    ctx.detector.record_model_response(response)
+    step = ctx.next_step
+    await append_with_run(
+        rt,
+        ctx,
+        EventType.MODEL_RESPONDED,
+        {
+            "step": step,
+            "response": response.model_dump(mode="json"),
+            "duration_ms": round(duration_ms, 3),
+            "token_accounting_available": accounting,
+            "usage": usage.model_dump(mode="json") if usage is not None else None,
+            "provider": rt._provider_name,
+            "model": rt._provider_model,
+        },
+        steps=step,
+        token_usage=total,
+        token_accounting_available=accounting,
+    )
+    ctx.next_step = step + 1
+    ctx.pending_response = response
+    await transition(rt, ctx, RunState.DECISION_RECEIVED)
+    policy = ctx.policy
+    if policy.checkpoint_every_step or response.tool_call is not None:
+        await checkpoint(rt, ctx)
+    reason = policy.token_budget_reason(total, accounting_available=accounting)
+    if reason is not None:
+        await trigger_policy(
+            rt,
+            ctx,
+            reason,
+            f"Run stopped: token budget exceeded ({total.input_tokens} input, "
+            f"{total.output_tokens} output, {total.total_tokens} total tokens).",
+            output=response.content,
+        )
+        return
+    if rt._budget is not None:
+        decision = rt._budget.check(total)
+        if getattr(decision, "exceeded_hard_limit", False):
+            spent = getattr(decision, "spent_usd", None)
+            await trigger_policy(
+                rt,
+                ctx,
+                StopReason.TOKEN_BUDGET_EXCEEDED,
+                f"Run stopped: cost budget exceeded (spent {spent} USD).",
+                policy="budget",
+                output=response.content,
+            )
+
+
+async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Exception) -> None:
+    ctx.consecutive_errors += 1
+    message = f"Invalid model response: {exc}"
+    await append(
+        rt,
+        ctx,
+        EventType.MODEL_FAILED,
+        {
+            "step": ctx.next_step,
+            "error": message,
+            "error_type": type(exc).__name__,
+            "retryable": False,
+            "consecutive_errors": ctx.consecutive_errors,
+        },
+    )
+    await terminate(rt, ctx, RunState.FAILED, StopReason.INVALID_MODEL_RESPONSE, error=message)
+
+
+async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: ProviderError) -> None:
+    """Count the failure, record MODEL_FAILED, checkpoint; fail, stop or retry."""
+    ctx.consecutive_errors += 1
+    if rt._breaker is not None:
+        rt._breaker.record_failure()
+    await append(
+        rt,
+        ctx,
+        EventType.MODEL_FAILED,
+        {
+            "step": ctx.next_step,
+            "error": str(exc),
+            "error_type": type(exc).__name__,
+            "retryable": exc.retryable,
+            "consecutive_errors": ctx.consecutive_errors,
+        },
+    )
+    await checkpoint(rt, ctx)
+    if not exc.retryable or isinstance(exc, FakeProviderExhaustedError):
+        await terminate(
+            rt, ctx, RunState.FAILED, StopReason.PROVIDER_ERROR, error=f"Provider error: {exc}"
+        )
+        return
+    await _check_consecutive_errors(rt, ctx)
+
+
+async def _check_consecutive_errors(rt: AgentRuntime, ctx: _RunContext) -> bool:
+    limit = ctx.policy.consecutive_error_limit
+    if ctx.consecutive_errors < limit:
+        return False
+    message = f"Run stopped: {ctx.consecutive_errors} consecutive errors (limit {limit})."
+    if rt.hooks is not None:
+        await rt.hooks.fire(
+            HookEvent.NOTIFICATION,
+            HookContext(HookEvent.NOTIFICATION, ctx.run_id, run=ctx.run, notification=message),
+        )
+    await trigger_policy(rt, ctx, StopReason.CONSECUTIVE_ERRORS, message)
+    return True
+
+
+async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Complete on a final answer; otherwise record the tool call and go to TOOL_PENDING."""
+    response = ctx.pending_response
+    if response is None:
+        raise RuntimeError("decision_received without a pending model response")
+    if response.content is not None:
+        ctx.messages.append({"role": "assistant", "content": response.content})
+        ctx.pending_response = None
+        await terminate(rt, ctx, RunState.COMPLETED, StopReason.COMPLETED, output=response.content)
+        return
+    call = response.tool_call
+    assert call is not None  # ModelResponse guarantees exactly one of content / tool_call
+    ctx.messages.append(tool_call_message(call))
+    ctx.detector.record_action(call)
+    ctx.pending_call = call
+    await append(
+        rt,
+        ctx,
+        EventType.TOOL_REQUESTED,
+        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
+    )
+    limit = ctx.policy.repeated_action_limit
+    if ctx.detector.repeated_action(limit):
+        await trigger_policy(
+            rt,
+            ctx,
+            StopReason.REPEATED_ACTION,
+            f"Run stopped: the model repeated the same {call.name!r} call {limit} times.",
+        )
+        return
+    await transition(rt, ctx, RunState.TOOL_PENDING)
+
+
+async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Always request approval (there is no bypass path)."""
+    call = _pending_call(ctx)
+    await append(
+        rt,
+        ctx,
+        EventType.TOOL_APPROVAL_REQUESTED,
+        {
+            "tool_call_id": call.tool_call_id,
+            "idempotency_key": f"{ctx.run_id}:{call.tool_call_id}",
+            "name": call.name,
+            "mode": "v0.1_callback",
+        },
+    )
+    await transition(rt, ctx, RunState.APPROVAL_PENDING)
+
+
+async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str) -> None:
+    call = _pending_call(ctx)
+    await append(
+        rt,
+        ctx,
+        EventType.TOOL_DENIED,
+        {
+            "tool_call_id": call.tool_call_id,
+            "name": call.name,
+            "reason": reason,
+            "blocked_by": blocked_by,
+        },
+    )
+    await trigger_policy(
+        rt, ctx, StopReason.POLICY_DENIED, f"Run stopped: tool {call.name!r} denied: {reason}"
+    )
+
+
+async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """PRE_TOOL_USE hooks first, then the approval callback (the one approval seam)."""
+    call = _pending_call(ctx)
+    if rt.hooks is not None:
+        decision = await rt.hooks.fire(
+            HookEvent.PRE_TOOL_USE,
+            HookContext(HookEvent.PRE_TOOL_USE, ctx.run_id, tool_call=call, run=ctx.run),
+        )
+        if decision.blocked:
+            await _deny(rt, ctx, decision.reason or "blocked by a pre_tool_use hook", "hook")
+            return
+        if decision.modified_args is not None:
+            call = call.model_copy(update={"arguments": dict(decision.modified_args)})
+            ctx.pending_call = call
+    approved = rt._approval_callback(call)
+    if inspect.isawaitable(approved):
+        approved = await approved
+    if not approved:
+        await _deny(rt, ctx, "the approval callback denied the tool call", "approval")
+        return
+    await append(
+        rt,
+        ctx,
+        EventType.TOOL_APPROVED,
+        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
+    )
+    await transition(rt, ctx, RunState.TOOL_EXECUTING)
+
+
+async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """TOOL_STARTED (durable), run the tool under the timeout, record the result, check."""
+    call = _pending_call(ctx)
+    policy = ctx.policy
+    await append(
+        rt,
+        ctx,
+        EventType.TOOL_STARTED,
+        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
+    )
+    started_at = utc_now()
+    started = time.perf_counter()
+    crashed: str | None = None
+    try:
+        async with asyncio.timeout(policy.tool_timeout_seconds):
+            result = await rt.tools.invoke(
+                call, completed_tool_call_ids=ctx.completed_tool_call_ids
+            )
+    except TimeoutError:
+        error = (
+            f"Tool {call.name!r} exceeded the configured timeout of "
+            f"{policy.tool_timeout_seconds:g} seconds."
+        )
+        result = _failed(call.tool_call_id, call.name, error, started_at, started)
+    except Exception as exc:
+        crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
+        result = _failed(call.tool_call_id, call.name, crashed, started_at, started)
+    await record_tool_result(rt, ctx, result)
+    if crashed is not None:
+        await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
+        return
+    ctx.pending_response = None
+    ctx.pending_call = None
+    await transition(rt, ctx, RunState.OBSERVATION_RECORDED)
+    if rt.hooks is not None:
+        await rt.hooks.fire(
+            HookEvent.POST_TOOL_USE,
+            HookContext(
+                HookEvent.POST_TOOL_USE, ctx.run_id, tool_call=call, tool_result=result, run=ctx.run
+            ),
+        )
+    await checkpoint(rt, ctx)
+    await _after_observation_checks(rt, ctx)
+
+
+async def _after_observation_checks(rt: AgentRuntime, ctx: _RunContext) -> None:
+    policy = ctx.policy
+    elapsed = elapsed_seconds(rt, ctx)
+    if policy.runtime_reason(elapsed) is not None:
+        await trigger_policy(
+            rt,
+            ctx,
+            StopReason.MAX_RUNTIME,
+            f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
+            f"after {elapsed:.3f}s.",
+        )
+        return
+    if await _check_consecutive_errors(rt, ctx):
+        return
+    if ctx.detector.no_progress(policy.no_progress_window):
+        await trigger_policy(
+            rt,
+            ctx,
+            StopReason.NO_PROGRESS,
+            f"Run stopped: no progress over the last {policy.no_progress_window} observations.",
+        )
+
+
+def _failed(call_id: str, name: str, error: str, started_at: Any, started: float) -> ToolResult:
+    return ToolResult(
+        tool_call_id=call_id,
+        tool_name=name,
+        success=False,
+        error=error,
+        started_at=started_at,
+        finished_at=max(utc_now(), started_at),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+async def handle_observation_recorded(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Back to MODEL_PENDING for the next step."""
+    await transition(rt, ctx, RunState.MODEL_PENDING)
+
+
+async def handle_paused(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """A run cannot be driven while PAUSED; resume() moves it out of PAUSED first."""
+    raise UnsafeResumeError(
+        f"Run {ctx.run_id!r} is paused at no resumable state; resume it from a checkpoint "
+        "with AgentRuntime.resume(run_id)",
+        run_id=ctx.run_id,
+    )
+
+
+def _pending_call(ctx: _RunContext) -> Any:
+    call = ctx.pending_call
+    if call is None:
+        response = ctx.pending_response
+        call = response.tool_call if response is not None else None
+        if call is None:
+            raise RuntimeError(f"state {ctx.state.value} without a pending tool call")
+        ctx.pending_call = call
+    return call
+
+
+HANDLERS: dict[RunState, Handler] = {
+    RunState.CREATED: handle_created,
+    RunState.MODEL_PENDING: handle_model_pending,
+    RunState.DECISION_RECEIVED: handle_decision_received,
+    RunState.TOOL_PENDING: handle_tool_pending,
+    RunState.APPROVAL_PENDING: handle_approval_pending,
+    RunState.TOOL_EXECUTING: handle_tool_executing,
+    RunState.OBSERVATION_RECORDED: handle_observation_recorded,
+    RunState.PAUSED: handle_paused,
+}
+
+__all__ = [
+    "HANDLERS",
+    "handle_approval_pending",
+    "handle_created",
+    "handle_decision_received",
+    "handle_model_pending",
+    "handle_observation_recorded",
+    "handle_paused",
+    "handle_provider_error",
+    "handle_tool_executing",
+    "handle_tool_pending",
+]

@@ -1,0 +1,319 @@
+"""Event append, transition, checkpoint, terminate helpers.
+
+Every write goes through here: the kernel validates each event against the
+run's :class:`~avo.events.RunLogState` *before* the store sees it, so a store
+plugin cannot skip the §6 invariants, then folds the stored event back in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from avo._run_context import _RunContext
+from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
+from avo.exceptions import UnsafeResumeError
+from avo.models import Checkpoint, RunResult, ToolCall, ToolResult, new_id
+from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
+
+if TYPE_CHECKING:
+    from avo.runtime import AgentRuntime
+
+logger = logging.getLogger("avo.runtime")
+
+
+def _event(
+    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
+) -> AgentEvent:
+    # Built from already-validated values: skip re-validating the payload.
+    return AgentEvent.model_construct(
+        event_id=new_id(),
+        run_id=ctx.run_id,
+        sequence=0,
+        event_type=kind,
+        created_at=rt.clock(),
+        payload=payload,
+        parent_event_id=None,
+    )
+
+
+def notify_appended(rt: AgentRuntime, event: AgentEvent) -> None:
+    """Tell observer plugins about a stored event; an observer that raises is only logged."""
+    plugins = rt._plugins
+    if plugins is None:
+        return
+    try:
+        plugins.hook.avo_event_appended(event=event)
+    except Exception:
+        logger.exception("a plugin's avo_event_appended hook raised; the run goes on")
+
+
+async def append(
+    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
+) -> AgentEvent:
+    """Validate and append one event."""
+    event = _event(rt, ctx, kind, payload)
+    validate_event_append(ctx.log, event)
+    stored = await rt.event_store.append_event(event)
+    ctx.log.apply(stored)
+    notify_appended(rt, stored)
+    return stored
+
+
+async def append_with_run(
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    kind: EventType,
+    payload: dict[str, Any],
+    **run_updates: Any,
+) -> AgentEvent:
+    """Validate and append one event and update the run head in one store write."""
+    event = _event(rt, ctx, kind, payload)
+    validate_event_append(ctx.log, event)
+    run = ctx.run.model_copy(update={**run_updates, "updated_at": rt.clock()})
+    stored, run = await rt.event_store.append_event_and_update_run(event, run)
+    ctx.run = run
+    ctx.log.apply(stored)
+    notify_appended(rt, stored)
+    return stored
+
+
+async def transition(rt: AgentRuntime, ctx: _RunContext, target: RunState) -> None:
+    """Move the run to ``target`` (STATE_CHANGED + run head)."""
+    validate_transition(ctx.state, target)
+    await append_with_run(
+        rt,
+        ctx,
+        EventType.STATE_CHANGED,
+        {"from_state": ctx.state.value, "to_state": target.value},
+        state=target,
+    )
+
+
+def provider_snapshot(rt: AgentRuntime) -> dict[str, JsonValue]:
+    """The provider's resumable state (StatefulModelProvider) or just its type."""
+    snapshot = getattr(rt.provider, "snapshot_state", None)
+    if callable(snapshot):
+        state = snapshot()
+        if isinstance(state, dict):
+            return state
+    return {"provider_type": str(getattr(rt.provider, "name", type(rt.provider).__name__))}
+
+
+def restore_provider(rt: AgentRuntime, run_id: str, state: dict[str, JsonValue]) -> None:
+    """Restore a StatefulModelProvider; a mismatch is an UnsafeResumeError."""
+    restore = getattr(rt.provider, "restore_state", None)
+    if not callable(restore) or not state:
+        return
+    try:
+        restore(state)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UnsafeResumeError(
+            f"Cannot safely resume run {run_id!r}: the checkpointed provider state does not "
+            f"match the provider passed to the runtime ({exc})",
+            run_id=run_id,
+        ) from exc
+
+
+def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
+    """A full checkpoint of ``ctx`` (built from validated values, not re-validated)."""
+    detector = ctx.detector
+    return Checkpoint.model_construct(
+        checkpoint_id=new_id(),
+        run_id=ctx.run_id,
+        created_at=rt.clock(),
+        state=ctx.state,
+        messages=list(ctx.messages),
+        next_step=ctx.next_step,
+        token_usage=ctx.run.token_usage,
+        token_accounting_available=ctx.run.token_accounting_available,
+        consecutive_errors=ctx.consecutive_errors,
+        repeated_action_history=list(detector.action_history),
+        observation_fingerprints=list(detector.observation_history),
+        model_response_fingerprints=list(detector.model_history),
+        progress_markers=list(detector.progress_markers),
+        completed_tool_call_ids=set(ctx.completed_tool_call_ids),
+        user_state=dict(ctx.run.user_state),
+        policy=ctx.policy.model_dump(mode="json"),
+        provider_metadata=provider_snapshot(rt),
+        pending_response=ctx.pending_response,
+        last_event_sequence=ctx.log.last_sequence + 1,
+    )
+
+
+async def checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
+    """Write a checkpoint and its CHECKPOINT_CREATED event atomically."""
+    cp = build_checkpoint(rt, ctx)
+    event = _event(
+        rt,
+        ctx,
+        EventType.CHECKPOINT_CREATED,
+        {"checkpoint_id": cp.checkpoint_id, "state": cp.state.value, "next_step": cp.next_step},
+    )
+    validate_event_append(ctx.log, event)
+    cp, stored = await rt.event_store.save_checkpoint(cp, event)
+    ctx.log.apply(stored)
+    notify_appended(rt, stored)
+    return cp
+
+
+def tool_call_message(call: ToolCall) -> dict[str, JsonValue]:
+    """The assistant message recording a tool call (OpenAI-style shape)."""
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call.tool_call_id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments, sort_keys=True),
+                },
+            }
+        ],
+    }
+
+
+def tool_result_message(result: ToolResult) -> dict[str, JsonValue]:
+    """The ``role: tool`` message carrying a result back to the model."""
+    if result.success:
+        output = result.output
+        content = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
+    else:
+        content = json.dumps({"error": result.error})
+    return {
+        "role": "tool",
+        "tool_call_id": result.tool_call_id,
+        "name": result.tool_name,
+        "content": content,
+    }
+
+
+def apply_tool_result(ctx: _RunContext, result: ToolResult) -> None:
+    """Fold a durable tool result into the loop state (also used when resuming)."""
+    ctx.messages.append(tool_result_message(result))
+    ctx.completed_tool_call_ids.add(result.tool_call_id)
+    ctx.detector.record_observation(result)
+    ctx.consecutive_errors = 0 if result.success else ctx.consecutive_errors + 1
+
+
+async def record_tool_result(rt: AgentRuntime, ctx: _RunContext, result: ToolResult) -> None:
+    """Append TOOL_COMPLETED / TOOL_FAILED (with the full result), then fold it in."""
+    payload: dict[str, Any] = {
+        "tool_call_id": result.tool_call_id,
+        "name": result.tool_name,
+        "success": result.success,
+        "duration_ms": result.duration_ms,
+        "result": result.model_dump(mode="json"),
+    }
+    if result.success:
+        await append(rt, ctx, EventType.TOOL_COMPLETED, payload)
+    else:
+        payload["error"] = result.error
+        await append(rt, ctx, EventType.TOOL_FAILED, payload)
+    apply_tool_result(ctx, result)
+
+
+def elapsed_seconds(rt: AgentRuntime, ctx: _RunContext) -> float:
+    """Seconds since this run (or resume) started driving, by the runtime's clock."""
+    return (rt.clock() - ctx.started_at).total_seconds()
+
+
+async def trigger_policy(
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    reason: StopReason,
+    message: str,
+    *,
+    policy: str | None = None,
+    output: str | None = None,
+) -> None:
+    """Record POLICY_TRIGGERED, then stop the run (STOPPED / ``reason``)."""
+    await append(
+        rt,
+        ctx,
+        EventType.POLICY_TRIGGERED,
+        {
+            "policy": policy or reason.value,
+            "stop_reason": reason.value,
+            "state": ctx.state.value,
+            "steps": ctx.run.steps,
+            "elapsed_seconds": round(elapsed_seconds(rt, ctx), 6),
+            "message": message,
+        },
+    )
+    await terminate(rt, ctx, RunState.STOPPED, reason, output=output, error=message)
+
+
+async def terminate(
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    state: RunState,
+    reason: StopReason,
+    *,
+    output: str | None = None,
+    error: str | None = None,
+) -> None:
+    """Checkpoint, then STATE_CHANGED + the terminal event + final head, atomically."""
+    validate_terminal_outcome(state, reason)
+    validate_transition(ctx.state, state)
+    await checkpoint(rt, ctx)
+    now = rt.clock()
+    run = ctx.run.model_copy(
+        update={
+            "state": state,
+            "stop_reason": reason,
+            "output": output,
+            "error": error,
+            "updated_at": now,
+            "duration_seconds": max(0.0, (now - ctx.run.created_at).total_seconds()),
+        }
+    )
+    state_event = _event(
+        rt, ctx, EventType.STATE_CHANGED, {"from_state": ctx.state.value, "to_state": state.value}
+    )
+    terminal_event = _event(
+        rt,
+        ctx,
+        TERMINAL_EVENT_FOR_STATE[state],
+        {
+            "state": state.value,
+            "stop_reason": reason.value,
+            "output": output,
+            "error": error,
+            "steps": run.steps,
+            "token_usage": run.token_usage.model_dump(mode="json"),
+            "token_accounting_available": run.token_accounting_available,
+        },
+    )
+    scratch = ctx.log.copy()
+    validate_event_append(scratch, state_event)
+    scratch.apply(state_event)
+    validate_event_append(scratch, terminal_event)
+    stored_state, stored_terminal = await rt.event_store.finalize_run(
+        run, state_event, terminal_event
+    )
+    ctx.log.apply(stored_state)
+    ctx.log.apply(stored_terminal)
+    ctx.run = run
+    notify_appended(rt, stored_state)
+    notify_appended(rt, stored_terminal)
+
+
+def result_of(ctx: _RunContext) -> RunResult:
+    """The RunResult for the run's current head."""
+    run = ctx.run
+    return RunResult.model_construct(
+        run_id=run.run_id,
+        status=run.state,
+        stop_reason=run.stop_reason,
+        output=run.output,
+        error=run.error,
+        steps=run.steps,
+        token_usage=run.token_usage,
+        token_accounting_available=run.token_accounting_available,
+    )
