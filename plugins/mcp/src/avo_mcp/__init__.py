@@ -1,0 +1,66 @@
+"""avo-mcp: MCP servers become avo tools; avo's tool registry is served over MCP.
+
+Importing this package is cheap: names are resolved on first use, so neither
+``import avo`` nor entry-point discovery pulls in subprocess or HTTP machinery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from avo.exceptions import MCPError
+
+    from avo_mcp.client import MCPServer
+    from avo_mcp.config import McpCliError, load_servers, resolve_env, servers_from_config
+    from avo_mcp.http_client import MCPHttpServer
+    from avo_mcp.registry import build_default_registry
+    from avo_mcp.server import AvoMcpServer, serve_stdio, serve_stdio_async
+    from avo_mcp.tools import MCPClient, MCPTool, mcp_tool, mcp_tools
+
+__version__ = "1.0.0"
+
+_LAZY: dict[str, str] = {
+    "AvoMcpServer": "avo_mcp.server",
+    "MCPClient": "avo_mcp.tools",
+    "MCPError": "avo.exceptions",
+    "MCPHttpServer": "avo_mcp.http_client",
+    "MCPServer": "avo_mcp.client",
+    "MCPTool": "avo_mcp.tools",
+    "McpCliError": "avo_mcp.config",
+    "build_default_registry": "avo_mcp.registry",
+    "load_servers": "avo_mcp.config",
+    "mcp_tool": "avo_mcp.tools",
+    "mcp_tools": "avo_mcp.tools",
+    "resolve_env": "avo_mcp.config",
+    "serve_stdio": "avo_mcp.server",
+    "serve_stdio_async": "avo_mcp.server",
+    "servers_from_config": "avo_mcp.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'avo_mcp' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "AvoMcpServer",
+    "MCPClient",
+    "MCPError",
+    "MCPHttpServer",
+    "MCPServer",
+    "MCPTool",
+    "McpCliError",
+    "build_default_registry",
+    "load_servers",
+    "mcp_tool",
+    "mcp_tools",
+    "resolve_env",
+    "serve_stdio",
+    "serve_stdio_async",
+    "servers_from_config",
+]

@@ -1,0 +1,287 @@
+"""The MCP stdio client: spawn a server process and talk JSON-RPC over its pipes.
+
+Failure handling is the point of this module. Whatever the server does — exits
+mid-call, never answers, writes something that is not JSON-RPC on stdout — the
+pending calls fail with an :class:`~avo.exceptions.MCPError` that says what
+happened, and the process is always waited for (no zombies): on exit the
+reader task reaps it, and :meth:`MCPServer.stop` closes stdin, terminates,
+waits 2 s, kills and waits again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from avo.exceptions import MCPError
+
+from avo_mcp.framing import (
+    MAX_MESSAGE_BYTES,
+    METHOD_NOT_FOUND,
+    FramingError,
+    JsonDict,
+    encode_message,
+    error_response,
+    read_message,
+    result_response,
+)
+from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
+
+_STDERR_TAIL_LINES = 20
+_STOP_GRACE_SECONDS = 0.5
+_TERMINATE_WAIT_SECONDS = 2.0
+
+
+class MCPServer(MCPSession):
+    """An MCP server run as a subprocess speaking the stdio transport.
+
+    ``env`` is layered over ``environ`` (the process environment by default).
+    ``timeout_seconds`` bounds every request after the handshake;
+    ``startup_timeout_seconds`` bounds the handshake (see :meth:`start`).
+    """
+
+    def __init__(
+        self,
+        *,
+        command: list[str],
+        env: dict[str, str] | None = None,
+        cwd: Path | str | None = None,
+        name: str | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        startup_timeout_seconds: float | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if not command:
+            raise MCPError("MCPServer requires a non-empty command")
+        super().__init__(
+            name=name or Path(command[0]).name,
+            timeout_seconds=timeout_seconds,
+            startup_timeout_seconds=startup_timeout_seconds,
+        )
+        self.command = list(command)
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self._environ = environ
+        self._process: asyncio.subprocess.Process | None = None
+        self._pending: dict[int, asyncio.Future[JsonDict]] = {}
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr_reader: asyncio.Task[None] | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
+        self._write_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------ inspection
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id once spawned."""
+        return self._process.pid if self._process else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the process has been reaped, else None."""
+        return self._process.returncode if self._process else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines the server wrote on stderr (kept for error messages)."""
+        return list(self._stderr_tail)
+
+    # -------------------------------------------------------------- transport
+
+    async def _open(self) -> None:
+        base = dict(os.environ if self._environ is None else self._environ)
+        base.update(self.env)
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=base,
+                cwd=str(self.cwd) if self.cwd is not None else None,
+                limit=MAX_MESSAGE_BYTES,
+            )
+        except OSError as exc:
+            raise MCPError(
+                f"cannot start MCP server {self.name!r} ({' '.join(self.command)}): {exc}"
+            ) from exc
+        self._failure = None
+        self._reader = asyncio.create_task(self._read_loop(), name=f"mcp-read-{self.name}")
+        self._stderr_reader = asyncio.create_task(
+            self._drain_stderr(), name=f"mcp-stderr-{self.name}"
+        )
+
+    async def stop(self) -> None:
+        """Stop the server: close stdin, terminate, wait 2 s, kill; always reaps."""
+        self._started = False
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            if process.stdin is not None and not process.stdin.is_closing():
+                process.stdin.close()
+            for action in (None, process.terminate, process.kill):
+                if action is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        action()
+                wait = _STOP_GRACE_SECONDS if action is None else _TERMINATE_WAIT_SECONDS
+                try:
+                    await asyncio.wait_for(asyncio.shield(process.wait()), wait)
+                    break
+                except TimeoutError:
+                    continue
+        await process.wait()
+        self._fail_pending(self._failure or MCPError(f"MCP server {self.name!r} was stopped"))
+        for task in (self._reader, self._stderr_reader):
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if process.stdin is not None:
+            process.stdin.close()
+        self._reader = self._stderr_reader = None
+
+    async def _request(self, method: str, params: JsonDict | None, wait_seconds: float) -> JsonDict:
+        if self._failure is not None:
+            raise self._failure
+        process = self._process
+        if process is None or process.returncode is not None:
+            raise MCPError(f"MCP server {self.name!r} is not running; call start() first")
+        request_id = next(self._ids)
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        message: JsonDict = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self._write(message)
+            return await asyncio.wait_for(future, wait_seconds)
+        except TimeoutError:
+            await self._cancel_remote(request_id, "timed out")
+            raise MCPError(
+                f"MCP server {self.name!r} did not answer {method} within {wait_seconds:g} seconds"
+            ) from None
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel_remote(request_id, "cancelled by the client"))
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _notify(self, method: str, params: JsonDict | None) -> None:
+        message: JsonDict = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._write(message)
+
+    async def _cancel_remote(self, request_id: int, reason: str) -> None:
+        with contextlib.suppress(MCPError):
+            await self._notify(
+                "notifications/cancelled", {"requestId": request_id, "reason": reason}
+            )
+
+    async def _write(self, message: JsonDict) -> None:
+        process = self._process
+        if process is None or process.stdin is None or process.stdin.is_closing():
+            raise self._failure or MCPError(f"MCP server {self.name!r} is not running")
+        async with self._write_lock:
+            try:
+                process.stdin.write(encode_message(message))
+                await process.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise self._failure or MCPError(
+                    f"MCP server {self.name!r} closed its stdin: {exc}{self._stderr_note()}"
+                ) from exc
+
+    # ------------------------------------------------------------ read side
+
+    async def _read_loop(self) -> None:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        try:
+            while True:
+                message = await read_message(process.stdout)
+                if message is None:
+                    break
+                await self._dispatch(message)
+        except FramingError as exc:
+            # stdout is the protocol channel: once it carries garbage nothing on
+            # it can be trusted, so the server is stopped and every call fails.
+            self._failure = MCPError(
+                f"MCP server {self.name!r} wrote invalid output on stdout ({exc}); "
+                "the server was stopped"
+            )
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        code = await process.wait()
+        if self._stderr_reader is not None:
+            # Let the last stderr lines land so the exit message can quote them.
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_reader), 1.0)
+        if self._failure is None:
+            self._failure = MCPError(
+                f"MCP server {self.name!r} exited with code {code}{self._stderr_note()}"
+            )
+        self._started = False
+        self._fail_pending(self._failure)
+
+    async def _dispatch(self, message: JsonDict) -> None:
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:  # a server -> client request
+                await self._answer_server_request(message["id"], method)
+            return  # notifications (logging, progress, list_changed) are not used
+        request_id = message.get("id")
+        future = self._pending.get(request_id) if isinstance(request_id, int) else None
+        if future is None or future.done():
+            return
+        error = message.get("error")
+        if isinstance(error, dict):
+            future.set_exception(
+                MCPError(
+                    f"MCP server {self.name!r} returned error {error.get('code')}: "
+                    f"{error.get('message')}"
+                )
+            )
+        else:
+            result = message.get("result")
+            future.set_result(result if isinstance(result, dict) else {})
+
+    async def _answer_server_request(self, request_id: Any, method: str) -> None:
+        if method == "ping":
+            reply = result_response(request_id, {})
+        elif method == "roots/list":
+            reply = result_response(request_id, {"roots": []})
+        else:
+            reply = error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+        with contextlib.suppress(MCPError):
+            await self._write(reply)
+
+    async def _drain_stderr(self) -> None:
+        process = self._process
+        assert process is not None and process.stderr is not None
+        with contextlib.suppress(ValueError, asyncio.LimitOverrunError):
+            while line := await process.stderr.readline():
+                self._stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+
+    def _fail_pending(self, error: MCPError) -> None:
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    def _stderr_note(self) -> str:
+        tail = [line for line in self._stderr_tail if line.strip()][-5:]
+        return "; stderr: " + " | ".join(tail) if tail else ""
+
+    def __repr__(self) -> str:
+        return f"MCPServer(name={self.name!r}, command={self.command!r}, pid={self.pid})"
+
+
+__all__ = ["MCPServer"]

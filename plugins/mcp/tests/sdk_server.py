@@ -1,0 +1,68 @@
+"""An MCP server written with the official SDK, run as a subprocess by the tests.
+
+``python sdk_server.py [stdio|http PORT]``. Besides ordinary tools it has tools
+that misbehave on purpose: ``crash`` exits mid-call, ``hang`` never answers,
+``garbage`` writes non-JSON-RPC bytes on stdout, ``boom`` raises (a tool error).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("sdk-demo")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@app.tool()
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+@app.tool()
+def boom() -> str:
+    """Always fails with a tool error."""
+    raise ValueError("the boom tool always fails")
+
+
+@app.tool()
+def crash() -> str:
+    """Kill the server process in the middle of the call."""
+    sys.stderr.write("crash tool: exiting now\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@app.tool()
+def hang() -> str:
+    """Never return."""
+    while True:
+        time.sleep(1)
+
+
+@app.tool()
+def garbage() -> str:
+    """Write bytes that are not JSON-RPC to stdout, then never answer."""
+    os.write(1, b"this is not json-rpc\n")
+    while True:
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        import uvicorn
+
+        uvicorn.run(
+            app.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="error"
+        )
+    else:
+        app.run()

@@ -1,0 +1,167 @@
+"""avo's stdio client against a server written with the official MCP SDK."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from avo.exceptions import MCPError
+from avo.models import ToolCall
+from avo.tools import ToolRegistry
+from avo_mcp import MCPClient, MCPServer, mcp_tool, mcp_tools
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+async def test_handshake_lists_sdk_tools(sdk_server_command, assert_reaped):
+    server = MCPServer(command=sdk_server_command, name="sdk")
+    await server.start()
+    try:
+        assert server.server_info["name"] == "sdk-demo"
+        assert server.protocol_version == "2025-11-25"
+        names = {tool["name"] for tool in server.tools}
+        assert {"add", "shout", "boom", "crash", "hang", "garbage"} <= names
+        result = await server.call_tool("add", {"a": 2, "b": 40})
+        assert result["is_error"] is False
+        assert result["name"] == "add"
+        assert result["text"] == "42"
+    finally:
+        await server.stop()
+    assert_reaped(server.pid)
+
+
+async def test_mcp_tools_in_registry(sdk_server_command, assert_reaped):
+    async with MCPClient(MCPServer(command=sdk_server_command)) as client:
+        registry = ToolRegistry(client.tools())
+        shout = registry.get("shout")
+        assert shout.metadata.input_schema["properties"]["text"]["type"] == "string"
+        assert shout.metadata.description == "Upper-case a text."
+        result = await registry.invoke(
+            ToolCall(name="shout", arguments={"text": "hi"}), completed_tool_call_ids=set()
+        )
+        assert result.success, result.error
+        assert result.output["text"] == "HI"
+        pid = client.server.pid
+    assert_reaped(pid)
+
+
+async def test_tool_error_is_failed_result(sdk_server_command, assert_reaped):
+    async with MCPClient(MCPServer(command=sdk_server_command)) as client:
+        registry = ToolRegistry(client.tools())
+        result = await registry.invoke(ToolCall(name="boom"), completed_tool_call_ids=set())
+        assert not result.success
+        assert "returned an error" in result.error
+        assert "boom" in result.error
+        # the server is still usable after a tool error
+        ok = await registry.invoke(
+            ToolCall(name="add", arguments={"a": 1, "b": 1}), completed_tool_call_ids=set()
+        )
+        assert ok.success
+        pid = client.server.pid
+    assert_reaped(pid)
+
+
+async def test_crash_mid_call_fails_and_reaps(sdk_server_command, assert_reaped):
+    server = MCPServer(command=sdk_server_command, name="sdk")
+    async with MCPClient(server) as client:
+        registry = ToolRegistry(client.tools())
+        result = await registry.invoke(ToolCall(name="crash"), completed_tool_call_ids=set())
+        assert not result.success
+        assert "exited with code 3" in result.error
+        assert "crash tool: exiting now" in result.error
+        # the reader task reaped the process without waiting for stop()
+        assert server.returncode == 3
+        assert_reaped(server.pid)
+        again = await registry.invoke(
+            ToolCall(name="add", arguments={"a": 1, "b": 1}), completed_tool_call_ids=set()
+        )
+        assert not again.success
+        assert "exited with code 3" in again.error
+    assert_reaped(server.pid)
+
+
+async def test_hang_times_out_and_reaps(sdk_server_command, assert_reaped):
+    server = MCPServer(command=sdk_server_command, timeout_seconds=1.0)
+    async with MCPClient(server) as client:
+        registry = ToolRegistry(client.tools())
+        result = await registry.invoke(ToolCall(name="hang"), completed_tool_call_ids=set())
+        assert not result.success
+        assert "did not answer tools/call within 1 seconds" in result.error
+    assert server.returncode is not None
+    assert_reaped(server.pid)
+
+
+async def test_garbage_on_stdout_fails_and_reaps(assert_reaped):
+    # The SDK diverts fd 1 from the wire, so a hand-written server misbehaves here.
+    server = MCPServer(command=[sys.executable, str(TESTS_DIR / "raw_server.py")])
+    async with MCPClient(server) as client:
+        registry = ToolRegistry(client.tools())
+        result = await registry.invoke(ToolCall(name="garbage"), completed_tool_call_ids=set())
+        assert not result.success
+        assert "wrote invalid output on stdout" in result.error
+        assert "oops, this is not JSON-RPC" in result.error
+        # killed and reaped at once, before stop()
+        assert server.returncode is not None
+        assert_reaped(server.pid)
+    assert_reaped(server.pid)
+
+
+async def test_garbage_before_handshake_fails_start(assert_reaped):
+    command = [sys.executable, str(TESTS_DIR / "raw_server.py"), "garbage-at-start"]
+    server = MCPServer(command=command)
+    with pytest.raises(MCPError, match=r"wrote invalid output on stdout.*Starting server"):
+        await server.start()
+    assert_reaped(server.pid)
+
+
+async def test_server_that_cannot_start(assert_reaped, tmp_path):
+    with pytest.raises(MCPError, match="cannot start MCP server"):
+        await MCPServer(command=[str(tmp_path / "no-such-binary")]).start()
+    server = MCPServer(command=[sys.executable, "-c", "import sys; sys.exit(5)"], name="dies")
+    with pytest.raises(MCPError, match="exited with code 5"):
+        await server.start()
+    assert_reaped(server.pid)
+
+
+async def test_reference_errors():
+    with pytest.raises(MCPError, match="MCPServer requires a non-empty command"):
+        MCPServer(command=[])
+    client = MCPClient(MCPServer(command=["true"]))
+    with pytest.raises(MCPError, match="MCPClient used outside `async with` block"):
+        client.tools()
+    with pytest.raises(MCPError, match="is not started"):
+        mcp_tools(client.server)
+    with pytest.raises(MCPError, match="has no name"):
+        mcp_tool(client.server, {"description": "x"})
+
+
+async def test_content_length_fallback(assert_reaped):
+    # A legacy server that frames its answers with Content-Length headers.
+    script = r"""
+import json, sys
+def send(msg):
+    body = json.dumps(msg).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "legacy", "version": "0"}}})
+    elif msg.get("method") == "tools/list":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [
+            {"name": "ping_tool", "inputSchema": {"type": "object"}}]}})
+    elif msg.get("method") == "tools/call":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "content": [{"type": "text", "text": "pong"}]}})
+"""
+    server = MCPServer(command=[sys.executable, "-c", script])
+    async with MCPClient(server) as client:
+        (tool,) = client.tools()
+        assert tool.metadata.description.startswith("MCP tool ping_tool")
+        out = await tool.invoke({})
+        assert out["text"] == "pong"
+        assert server.protocol_version == "2024-11-05"
+    assert_reaped(server.pid)
