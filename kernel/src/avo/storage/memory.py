@@ -51,6 +51,16 @@ class InMemoryEventStore:
             staged.append(stored)
         return staged
 
+    @staticmethod
+    def _same_run(run: RunRecord, *events: AgentEvent) -> None:
+        for event in events:
+            if event.run_id != run.run_id:
+                raise EventInvariantError(
+                    f"run {run.run_id}: event {event.event_type.value} belongs to run "
+                    f"{event.run_id}",
+                    run_id=run.run_id,
+                )
+
     def _commit(self, log: RunLogState, staged: list[AgentEvent]) -> None:
         events = self._events[log.run_id]
         for event in staged:
@@ -83,6 +93,7 @@ class InMemoryEventStore:
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
+        self._same_run(run, event)
         log = self._log(event.run_id)
         staged = self._stage(log, [event])
         self._commit(log, staged)
@@ -105,6 +116,7 @@ class InMemoryEventStore:
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
+        self._same_run(run, state_event, terminal_event)
         log = self._log(run.run_id)
         staged = self._stage(log, [state_event, terminal_event])
         self._commit(log, staged)
