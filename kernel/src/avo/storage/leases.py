@@ -5,7 +5,7 @@ A store that supports leases offers::
     lease = await store.acquire_lease(run_id, owner, ttl)   # LeaseError if someone else holds it
     lease = await store.renew_lease(lease, ttl)              # LeaseError if fenced off
     writer = store.fenced(lease)                             # an EventStore view
-    await writer.append_event(event)                         # LeaseError unless lease.token is current
+    await writer.append_event(event)   # LeaseError unless lease.token is current
     await store.release_lease(lease)
 
 Every acquisition bumps the run's token, so a stale holder that wakes up after

@@ -1,0 +1,4 @@
+"""Test kits that plugins run against themselves (they import pytest).
+
+- :mod:`avo.testing.stores` — the EventStore conformance suite.
+"""
