@@ -1,0 +1,199 @@
+"""Opening an avo SQLite file: identity and version checks, pragmas, tables.
+
+One schema serves every avo-sqlite store (event store, checkpoint store,
+ledger, conversations), so they can share one ``avo.db``. Opening never
+changes a file it refuses: the checks (readable SQLite, an avo file or an
+empty one, a schema version this code understands) run before anything is
+written, including the switch to WAL mode.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from avo.exceptions import StorageError
+
+APPLICATION_ID = 0x41564F31  # "AVO1" in the SQLite header's application_id field
+SCHEMA_VERSION = 1
+"""The schema this code writes (``PRAGMA user_version``); newer files are refused."""
+
+SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    state TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    parent_event_id TEXT,
+    PRIMARY KEY (run_id, sequence)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    head TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoint_items (
+    run_id TEXT NOT NULL,
+    field TEXT NOT NULL,
+    base INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (run_id, field, base, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT PRIMARY KEY,
+    owner TEXT,
+    token INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger_entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    model TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_by_run ON ledger_entries (run_id);
+CREATE TABLE IF NOT EXISTS job_checkpoints (
+    run_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    state_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, sequence)
+);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    session_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, sequence)
+);
+"""
+
+KNOWN_TABLES = frozenset(
+    {
+        "runs",
+        "events",
+        "checkpoints",
+        "checkpoint_items",
+        "leases",
+        "ledger_entries",
+        "job_checkpoints",
+        "conversation_turns",
+        "sqlite_sequence",
+    }
+)
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StorageError(f"cannot read the avo database {path}: {exc}") from exc
+    if header != _SQLITE_MAGIC:
+        raise StorageError(
+            f"{path} is not a SQLite database (the file is corrupt or of another kind); "
+            "point --database at an avo store or at a new file"
+        )
+
+
+def open_database(
+    path: str | Path,
+    *,
+    synchronous: str = "NORMAL",
+    busy_timeout_ms: int = 10_000,
+) -> sqlite3.Connection:
+    """Open (creating if needed) the avo SQLite file at ``path``.
+
+    Raises :class:`StorageError` for a corrupt or foreign file and for a schema
+    newer than :data:`SCHEMA_VERSION`; the file is left untouched in each case.
+    """
+    path = Path(path)
+    mode = synchronous.upper()
+    if mode not in SYNCHRONOUS_MODES:
+        raise StorageError(
+            f"unknown SQLite synchronous mode {synchronous!r}; "
+            f"use one of {', '.join(SYNCHRONOUS_MODES)}"
+        )
+    if path.exists() and path.stat().st_size > 0:
+        _check_header(path)
+    elif not path.parent.exists():
+        raise StorageError(f"cannot create the avo database {path}: {path.parent} does not exist")
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open the avo database {path}: {exc}") from exc
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        _check_identity(conn, path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {mode}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            _check_identity(conn, path)
+            for statement in _DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    except StorageError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StorageError(
+            f"cannot open the avo database {path}: {exc} (the file may be corrupt)"
+        ) from exc
+    return conn
+
+
+def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables - KNOWN_TABLES):
+        foreign = ", ".join(sorted(tables - KNOWN_TABLES)) or f"application_id {app_id}"
+        raise StorageError(
+            f"{path} is a SQLite database of another application ({foreign}), not an avo store; "
+            "point --database at an avo store or at a new file"
+        )
+    if version > SCHEMA_VERSION:
+        raise StorageError(
+            f"{path} uses avo-sqlite schema version {version}, newer than this avo-sqlite "
+            f"understands (up to {SCHEMA_VERSION}); upgrade avo-sqlite to open it"
+        )
+
+
+def translate(exc: sqlite3.Error, path: Path | str, action: str) -> StorageError:
+    """Turn a sqlite3 error into a StorageError naming the file and the action."""
+    return StorageError(f"SQLite error while {action} in {path}: {exc}")

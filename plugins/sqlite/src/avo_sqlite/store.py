@@ -1,0 +1,231 @@
+"""SQLiteEventStore: the §11.1 EventStore protocol on one SQLite file.
+
+Every blocking SQLite call runs on the store's own worker thread (one thread,
+one connection), so a slow disk or a write lock held by another process stalls
+only the run that is waiting for it, never the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from avo.events import AgentEvent
+from avo.exceptions import StorageError
+from avo.models import Checkpoint, RunRecord
+from avo.storage.leases import Lease
+
+from avo_sqlite._core import SQLiteCore
+
+T = TypeVar("T")
+
+
+def _location_to_path(location: str | Path) -> Path:
+    text = str(location)
+    if text.startswith("sqlite://"):
+        text = text.removeprefix("sqlite://")
+        # sqlite:///relative.db -> "/relative.db" would be absolute; follow the
+        # SQLAlchemy convention: three slashes relative, four absolute.
+        text = text[1:] if text.startswith("/") else text
+    return Path(text)
+
+
+class SQLiteEventStore:
+    """Durable event store on SQLite (WAL mode), with delta checkpoints and run leases.
+
+    ``synchronous`` is SQLite's ``PRAGMA synchronous``: ``"NORMAL"`` (default)
+    survives any process crash; ``"FULL"`` also survives power loss at the cost
+    of one fsync per write.
+    """
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        self.path = _location_to_path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avo-sqlite")
+        self._closed = False
+        try:
+            self._core = self._executor.submit(
+                SQLiteCore, self.path, synchronous=synchronous
+            ).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteEventStore({str(self.path)!r})"
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StorageError(f"the SQLite store {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    # ------------------------------------------------------------------ protocol
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        """Store a new run with its RUN_CREATED event (one transaction)."""
+        return await self._call(self._core.create_run, run, event, None)
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        """Validate and append one event; returns it with its sequence."""
+        return await self._call(self._core.append_event, event, None)
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        """Append an event and replace the run record in one transaction."""
+        return await self._call(self._core.append_event_and_update_run, event, run, None)
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        """Store a checkpoint (as a delta) and its CHECKPOINT_CREATED event in one transaction."""
+        return await self._call(self._core.save_checkpoint, checkpoint, event, None)
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        """Append the final STATE_CHANGED and terminal events and the run record atomically."""
+        return await self._call(self._core.finalize_run, run, state_event, terminal_event, None)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run record, or None."""
+        return await self._call(self._core.get_run, run_id)
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        """Replace the run record (RunNotFoundError if it does not exist)."""
+        return await self._call(self._core.update_run, run, None)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        return await self._call(self._core.list_runs)
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        """The run's events in ascending sequence."""
+        return await self._call(self._core.get_events, run_id)
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        """The run's latest checkpoint, reassembled in full, or None."""
+        return await self._call(self._core.get_latest_checkpoint, run_id)
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        """Whether the run reached a terminal state."""
+        return await self._call(self._core.is_terminal_run, run_id)
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread (idempotent)."""
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._core.close)
+        self._closed = True
+        self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> SQLiteEventStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a finished run with its events, checkpoints and ledger rows (one transaction).
+
+        Returns False when the run does not exist; raises StorageError for a run
+        that is not terminal.
+        """
+        return await self._call(self._core.delete_run, run_id)
+
+    async def database_bytes(self) -> int:
+        """Bytes of the database in use (pages minus free pages)."""
+        return await self._call(self._core.database_bytes)
+
+    # ------------------------------------------------------------------ leases
+    async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
+        """Take the run's lease for ``ttl`` seconds; the token is bumped on every acquisition."""
+        return await self._call(self._core.acquire_lease, run_id, owner, ttl)
+
+    async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend a lease this writer still holds (LeaseError if fenced off)."""
+        return await self._call(self._core.renew_lease, lease, ttl)
+
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the lease up (a no-op if it was already taken over)."""
+        await self._call(self._core.release_lease, lease)
+
+    def fenced(self, lease: Lease) -> FencedSQLiteEventStore:
+        """An EventStore view whose every write requires ``lease`` to be current."""
+        return FencedSQLiteEventStore(self, lease)
+
+
+class FencedSQLiteEventStore:
+    """The writes of a SQLiteEventStore, each checked against one lease's fencing token."""
+
+    def __init__(self, store: SQLiteEventStore, lease: Lease) -> None:
+        self.store = store
+        self.lease = lease
+
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        """create_run, fenced."""
+        return await self.store._call(self.store._core.create_run, run, event, self.lease)
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        """append_event, fenced."""
+        return await self.store._call(self.store._core.append_event, event, self.lease)
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        """append_event_and_update_run, fenced."""
+        core = self.store._core
+        return await self.store._call(core.append_event_and_update_run, event, run, self.lease)
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        """save_checkpoint, fenced."""
+        core = self.store._core
+        return await self.store._call(core.save_checkpoint, checkpoint, event, self.lease)
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        """finalize_run, fenced."""
+        core = self.store._core
+        return await self.store._call(
+            core.finalize_run, run, state_event, terminal_event, self.lease
+        )
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        """update_run, fenced."""
+        return await self.store._call(self.store._core.update_run, run, self.lease)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """get_run of the underlying store."""
+        return await self.store.get_run(run_id)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """list_runs of the underlying store."""
+        return await self.store.list_runs()
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        """get_events of the underlying store."""
+        return await self.store.get_events(run_id)
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        """get_latest_checkpoint of the underlying store."""
+        return await self.store.get_latest_checkpoint(run_id)
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        """is_terminal_run of the underlying store."""
+        return await self.store.is_terminal_run(run_id)
+
+    async def close(self) -> None:
+        """A view owns nothing: closing it leaves the store open."""
