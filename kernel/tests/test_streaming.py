@@ -419,3 +419,17 @@ def test_arguments_keep_non_ascii() -> None:
     delta = response_to_chunks(ModelResponse(tool_call=call))[0].tool_call_delta
     assert delta is not None
     assert json.loads(str(delta["arguments"])) == {"s": "ünïcode"}
+
+
+async def test_collect_stream_over_fake_provider_equals_generate() -> None:
+    from avo.providers.fake import FakeProvider
+
+    script = [
+        ModelResponse(tool_call=ToolCall(name="read", arguments={"path": "a.py"})),
+        ModelResponse(content="<think>checked</think>all good", usage=TokenUsage(input_tokens=3)),
+    ]
+    streamed_provider, plain_provider = FakeProvider(script), FakeProvider(script)
+    for _ in script:
+        streamed = await collect_stream(streamed_provider, _request())
+        generated = await plain_provider.generate(_request())
+        assert streamed == generated
