@@ -9,7 +9,7 @@ and says what to check.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -145,13 +145,3 @@ async def storage_errors(address: ServerAddress, action: str) -> AsyncIterator[N
         raise StorageError(
             f"PostgreSQL at {address} failed while {action}: {type(exc).__name__}: {exc}{hint}"
         ) from exc
-
-
-def settings_float(settings: Mapping[str, Any], key: str, default: float | None) -> float | None:
-    """Read an optional positive number from a settings table, naming the key when bad."""
-    value = settings.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise StorageError(f"postgres store setting {key}={value!r} must be a positive number")
-    return float(value)

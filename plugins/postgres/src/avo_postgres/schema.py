@@ -34,11 +34,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             log_state         text NOT NULL DEFAULT 'created',
             model_responded   boolean NOT NULL DEFAULT false,
             last_sequence     bigint NOT NULL DEFAULT 0,
-            checkpoint_ordinal bigint NOT NULL DEFAULT 0,
-            -- one writer per run: lease with a fencing token
-            lease_owner       text,
-            lease_token       bigint NOT NULL DEFAULT 0,
-            lease_expires_at  timestamptz
+            checkpoint_ordinal bigint NOT NULL DEFAULT 0
         );
         CREATE INDEX avo_runs_newest ON avo_runs (created_at DESC, insert_order DESC);
 
@@ -64,6 +60,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             head          json NOT NULL,
             lengths       json NOT NULL,
             PRIMARY KEY (run_id, ordinal)
+        );
+
+        -- One writer per run: the lease and its fencing token. No foreign key:
+        -- a lease may be taken before the run is created.
+        CREATE TABLE avo_leases (
+            run_id     text PRIMARY KEY,
+            owner      text,
+            token      bigint NOT NULL DEFAULT 0,
+            expires_at timestamptz
         );
 
         -- The list fields of the latest checkpoint, one row per item: a new

@@ -11,37 +11,45 @@ each other's events; writers to different runs never wait for each other.
 Each append costs O(1) however long the run is.
 
 One writer per run: :meth:`PostgresEventStore.acquire_lease` grants a lease
-with a fencing token (a per-run counter that only grows). The store instance
-remembers its tokens and every append carries them; an append whose token is
-not the run's newest is refused with :class:`avo.exceptions.LeaseError` and
-appends nothing, so a worker that stalled past its lease and woke up after
-another took over cannot write. See the package README for the rules.
+with a fencing token (a per-run counter that only grows) and
+:meth:`PostgresEventStore.fenced` gives a view whose writes carry it; a write
+whose token is not the run's newest is refused with
+:class:`avo.exceptions.LeaseError` inside the same transaction and writes
+nothing (see :mod:`avo_postgres.leases`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
+from avo.events import (
+    TERMINAL_EVENT_TYPES,
+    AgentEvent,
+    EventType,
+    RunLogState,
+    validate_event_append,
+)
 from avo.exceptions import EventInvariantError, LeaseError, RunNotFoundError, StorageError
 from avo.models import Checkpoint, RunRecord
-from avo.state import RunState
+from avo.state import RunState, is_terminal
+from avo.storage.leases import Lease
 
+from avo_postgres import leases
 from avo_postgres.checkpoints import CachedLists, dumps, load_lists, read_latest, write_checkpoint
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
     open_pool,
     parse_dsn,
     redact_dsn,
-    settings_float,
     storage_errors,
 )
+from avo_postgres.leases import FencedPostgresStore
 from avo_postgres.schema import migrate
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -49,9 +57,7 @@ _TOOL_RESULT_TYPES = (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
 
 _LOCK_RUN = (
     "SELECT log_created, log_terminal, log_state, model_responded, last_sequence, "
-    "checkpoint_ordinal, lease_owner, lease_token, "
-    "coalesce(lease_expires_at > clock_timestamp(), false) AS lease_live "
-    "FROM avo_runs WHERE run_id = $1 FOR UPDATE"
+    "checkpoint_ordinal FROM avo_runs WHERE run_id = $1 FOR UPDATE"
 )
 
 
@@ -60,7 +66,6 @@ class _Writer:
 
     def __init__(self, run_id: str, row: Any) -> None:
         self.run_id = run_id
-        self.row = row
         self.log = RunLogState(
             run_id=run_id,
             created=row["log_created"],
@@ -77,6 +82,8 @@ class PostgresEventStore:
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
     pool opens on first use (or ``async with``), applying schema migrations.
+    ``schema`` keeps the store's tables in that PostgreSQL schema (created when
+    missing) so several stores can share one database.
     """
 
     def __init__(
@@ -87,8 +94,6 @@ class PostgresEventStore:
         command_timeout: float | None = 60.0,
         pool_min_size: int = 1,
         pool_max_size: int = 5,
-        lease_owner: str | None = None,
-        lease_ttl_seconds: float = 30.0,
         schema: str | None = None,
     ) -> None:
         if schema is not None and not _IDENTIFIER.fullmatch(schema):
@@ -103,11 +108,8 @@ class PostgresEventStore:
         self._command_timeout = command_timeout
         self._pool_min_size = pool_min_size
         self._pool_max_size = pool_max_size
-        self._lease_owner = lease_owner
-        self._lease_ttl = lease_ttl_seconds
         self._pool: Any = None
         self._closed = False
-        self._lease_tokens: dict[str, int] = {}
         self._checkpoint_cache: dict[str, CachedLists] = {}
 
     def __repr__(self) -> str:
@@ -178,9 +180,65 @@ class PostgresEventStore:
     # ------------------------------------------------------------ write paths
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
         """Insert the run and its RUN_CREATED event (sequence 1) in one transaction."""
+        return await self._create_run(run, event, token=None)
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        """Append one event; the store assigns its sequence."""
+        return await self._append(event, None, token=None)
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        """Append ``event`` and store ``run`` atomically."""
+        return await self._append_and_update(event, run, token=None)
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        """Append the CHECKPOINT_CREATED event and store the checkpoint (a delta), atomically."""
+        return await self._save_checkpoint(checkpoint, event, token=None)
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        """Append the final STATE_CHANGED and the terminal event and store ``run``, atomically.
+
+        Of two writers racing to finalize one run exactly one wins; the other
+        gets EventInvariantError (nothing may follow a terminal event).
+        """
+        return await self._finalize(run, state_event, terminal_event, token=None)
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        """Store ``run``'s record; RunNotFoundError when it does not exist."""
+        return await self._update_run(run, token=None)
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a finished run with its events, checkpoints and lease, in one transaction.
+
+        Returns False when the run does not exist; refuses (StorageError) a
+        run that is not terminal.
+        """
+        async with self._transaction(f"deleting run {run_id}") as conn:
+            row = await conn.fetchrow(
+                "SELECT log_terminal, state FROM avo_runs WHERE run_id = $1 FOR UPDATE", run_id
+            )
+            if row is None:
+                return False
+            if not _terminal(row):
+                raise StorageError(
+                    f"run {run_id} is not finished; only terminal runs can be deleted"
+                )
+            await conn.execute("DELETE FROM avo_runs WHERE run_id = $1", run_id)
+            await conn.execute("DELETE FROM avo_leases WHERE run_id = $1", run_id)
+        self._checkpoint_cache.pop(run_id, None)
+        return True
+
+    # The implementations; ``token`` is the fencing token of a fenced() view.
+    async def _create_run(
+        self, run: RunRecord, event: AgentEvent, *, token: int | None
+    ) -> RunRecord:
         _same_run(run, event)
-        log = RunLogState(run_id=run.run_id)
-        validate_event_append(log, event)
+        validate_event_append(RunLogState(run_id=run.run_id), event)
         async with self._transaction(f"creating run {run.run_id}") as conn:
             inserted = await conn.fetchval(
                 "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record) "
@@ -193,68 +251,56 @@ class PostgresEventStore:
                 run.model_dump_json(),
             )
             if not inserted:
-                raise EventInvariantError(
-                    f"run {run.run_id}: run_created may appear only once "
-                    "(a run with this id already exists)",
-                    run_id=run.run_id,
+                raise StorageError(
+                    f"run {run.run_id} already exists; a run is created once, with a fresh id"
                 )
-            row = await conn.fetchrow(_LOCK_RUN, run.run_id)
-            writer = _Writer(run.run_id, row)
-            token = await self._check_lease(conn, writer)
+            writer = await self._lock(conn, run.run_id, token)
             await self._insert_event(conn, writer, event)
             await self._save_summary(conn, writer, run=None)
-        self._remember_lease(run.run_id, token)
         return run
 
-    async def append_event(self, event: AgentEvent) -> AgentEvent:
-        """Append one event; the store assigns its sequence."""
-        return await self._write(event.run_id, [event], run=None, action="appending an event")
+    async def _append(
+        self, event: AgentEvent, run: RunRecord | None, *, token: int | None
+    ) -> AgentEvent:
+        run_id = event.run_id
+        async with self._transaction(f"appending an event to run {run_id}") as conn:
+            writer = await self._lock(conn, run_id, token)
+            stored = await self._insert_event(conn, writer, event)
+            await self._save_summary(conn, writer, run=run)
+        return stored
 
-    async def append_event_and_update_run(
-        self, event: AgentEvent, run: RunRecord
+    async def _append_and_update(
+        self, event: AgentEvent, run: RunRecord, *, token: int | None
     ) -> tuple[AgentEvent, RunRecord]:
-        """Append ``event`` and store ``run`` atomically."""
         _same_run(run, event)
-        stored = await self._write(event.run_id, [event], run=run, action="appending an event")
-        return stored, run
+        return await self._append(event, run, token=token), run
 
-    async def finalize_run(
-        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    async def _finalize(
+        self,
+        run: RunRecord,
+        state_event: AgentEvent,
+        terminal_event: AgentEvent,
+        *,
+        token: int | None,
     ) -> tuple[AgentEvent, AgentEvent]:
-        """Append the final STATE_CHANGED and the terminal event and store ``run``, atomically.
-
-        Of two writers racing to finalize one run exactly one wins; the other
-        gets EventInvariantError (nothing may follow a terminal event).
-        """
         _same_run(run, state_event)
         _same_run(run, terminal_event)
-        if terminal_event.event_type not in (
-            EventType.RUN_COMPLETED,
-            EventType.RUN_FAILED,
-            EventType.RUN_STOPPED,
-            EventType.RUN_CANCELLED,
-        ):
+        if terminal_event.event_type not in TERMINAL_EVENT_TYPES:
             raise EventInvariantError(
                 f"run {run.run_id}: finalize_run needs a terminal event, got "
                 f"{terminal_event.event_type.value}",
                 run_id=run.run_id,
             )
         async with self._transaction(f"finalizing run {run.run_id}") as conn:
-            writer = await self._lock(conn, run.run_id)
-            token = await self._check_lease(conn, writer)
+            writer = await self._lock(conn, run.run_id, token)
             first = await self._insert_event(conn, writer, state_event)
             second = await self._insert_event(conn, writer, terminal_event)
             await self._save_summary(conn, writer, run=run)
-        self._remember_lease(run.run_id, token)
         return first, second
 
-    async def save_checkpoint(
-        self, checkpoint: Checkpoint, event: AgentEvent
+    async def _save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent, *, token: int | None
     ) -> tuple[Checkpoint, AgentEvent]:
-        """Append the CHECKPOINT_CREATED ``event`` and store ``checkpoint`` (as a delta).
-
-        The stored checkpoint's ``last_event_sequence`` is that event's sequence.
-        """
         if checkpoint.run_id != event.run_id:
             raise StorageError(
                 f"checkpoint is for run {checkpoint.run_id} but its event is for run "
@@ -262,65 +308,29 @@ class PostgresEventStore:
             )
         run_id = checkpoint.run_id
         async with self._transaction(f"saving a checkpoint of run {run_id}") as conn:
-            writer = await self._lock(conn, run_id)
-            token = await self._check_lease(conn, writer)
+            writer = await self._lock(conn, run_id, token)
             stored_event = await self._insert_event(conn, writer, event)
-            stored = checkpoint.model_copy(update={"last_event_sequence": stored_event.sequence})
             previous = self._checkpoint_cache.get(run_id)
             if previous is None or previous.ordinal != writer.checkpoint_ordinal:
                 previous = await load_lists(conn, run_id, writer.checkpoint_ordinal)
             writer.checkpoint_ordinal += 1
-            cached = await write_checkpoint(conn, stored, writer.checkpoint_ordinal, previous)
+            cached = await write_checkpoint(conn, checkpoint, writer.checkpoint_ordinal, previous)
             await self._save_summary(conn, writer, run=None)
         self._checkpoint_cache[run_id] = cached
-        self._remember_lease(run_id, token)
-        return stored, stored_event
+        return checkpoint, stored_event
 
-    async def update_run(self, run: RunRecord) -> RunRecord:
-        """Store ``run``'s record; RunNotFoundError when it does not exist."""
+    async def _update_run(self, run: RunRecord, *, token: int | None) -> RunRecord:
         async with self._transaction(f"updating run {run.run_id}") as conn:
-            writer = await self._lock(conn, run.run_id)
-            token = await self._check_lease(conn, writer)
+            writer = await self._lock(conn, run.run_id, token)
             await self._save_summary(conn, writer, run=run)
-        self._remember_lease(run.run_id, token)
         return run
 
-    async def delete_run(self, run_id: str) -> bool:
-        """Delete a finished run with its events and checkpoints, in one transaction.
-
-        Returns False when the run does not exist; refuses (StorageError) a
-        run that is not terminal.
-        """
-        async with self._transaction(f"deleting run {run_id}") as conn:
-            terminal = await conn.fetchval(
-                "SELECT log_terminal FROM avo_runs WHERE run_id = $1 FOR UPDATE", run_id
-            )
-            if terminal is None:
-                return False
-            if not terminal:
-                raise StorageError(
-                    f"run {run_id} is not finished; only terminal runs can be deleted"
-                )
-            await conn.execute("DELETE FROM avo_runs WHERE run_id = $1", run_id)
-        self._checkpoint_cache.pop(run_id, None)
-        self._lease_tokens.pop(run_id, None)
-        return True
-
-    async def _write(
-        self, run_id: str, events: list[AgentEvent], *, run: RunRecord | None, action: str
-    ) -> AgentEvent:
-        async with self._transaction(f"{action} to run {run_id}") as conn:
-            writer = await self._lock(conn, run_id)
-            token = await self._check_lease(conn, writer)
-            stored = [await self._insert_event(conn, writer, event) for event in events]
-            await self._save_summary(conn, writer, run=run)
-        self._remember_lease(run_id, token)
-        return stored[-1]
-
-    async def _lock(self, conn: Any, run_id: str) -> _Writer:
+    async def _lock(self, conn: Any, run_id: str, token: int | None) -> _Writer:
+        """Lock the run row, check the writer's lease, and load the log summary."""
         row = await conn.fetchrow(_LOCK_RUN, run_id)
         if row is None:
-            raise RunNotFoundError(f"run {run_id} not found", run_id=run_id)
+            raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
+        await leases.check_write(conn, run_id, token)
         return _Writer(run_id, row)
 
     async def _insert_event(self, conn: Any, writer: _Writer, event: AgentEvent) -> AgentEvent:
@@ -363,26 +373,7 @@ class PostgresEventStore:
 
     async def _save_summary(self, conn: Any, writer: _Writer, *, run: RunRecord | None) -> None:
         log = writer.log
-        if run is None:
-            await conn.execute(
-                "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
-                "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7 "
-                "WHERE run_id = $1",
-                writer.run_id,
-                log.created,
-                log.terminal,
-                log.state.value,
-                log.model_responded,
-                log.last_sequence,
-                writer.checkpoint_ordinal,
-            )
-            return
-        if run.run_id != writer.run_id:
-            raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
-        await conn.execute(
-            "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
-            "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7, "
-            "state = $8, updated_at = $9, record = $10::json WHERE run_id = $1",
+        summary = (
             writer.run_id,
             log.created,
             log.terminal,
@@ -390,109 +381,52 @@ class PostgresEventStore:
             log.model_responded,
             log.last_sequence,
             writer.checkpoint_ordinal,
+        )
+        sql = (
+            "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
+            "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7"
+        )
+        if run is None:
+            await conn.execute(sql + " WHERE run_id = $1", *summary)
+            return
+        if run.run_id != writer.run_id:
+            raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
+        await conn.execute(
+            sql + ", state = $8, updated_at = $9, record = $10::json WHERE run_id = $1",
+            *summary,
             run.state.value,
             run.updated_at,
             run.model_dump_json(),
         )
 
     # ------------------------------------------------------------ leases
-    async def acquire_lease(self, run_id: str, owner: str, ttl_seconds: float = 30.0) -> int:
-        """Take the run's writer lease for ``ttl_seconds``; return its fencing token.
+    async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
+        """Take the run's writer lease for ``ttl`` seconds (the run need not exist yet).
 
-        Refused with LeaseError while another owner holds a live lease. The
+        Refused with LeaseError while another owner holds a live lease. The new
         token is newer than every earlier one, so whoever held the run before
-        is fenced off: its next append fails with LeaseError. This store
-        instance carries the token on its appends to the run from now on.
+        is fenced off. Write through :meth:`fenced` with the returned lease.
         """
         if not owner:
             raise LeaseError("acquire_lease needs a non-empty owner name", run_id=run_id)
-        _positive_ttl(ttl_seconds)
+        seconds = leases.check_ttl(ttl)
         async with self._transaction(f"acquiring the lease of run {run_id}") as conn:
-            writer = await self._lock(conn, run_id)
-            token = await self._grant(conn, writer, owner, ttl_seconds)
-        self._lease_tokens[run_id] = token
-        return token
+            return await leases.acquire(conn, run_id, owner, seconds)
 
-    async def renew_lease(self, run_id: str, token: int, ttl_seconds: float = 30.0) -> None:
-        """Extend the lease ``token`` by ``ttl_seconds``; LeaseError if it was fenced off."""
-        _positive_ttl(ttl_seconds)
-        async with self._transaction(f"renewing the lease of run {run_id}") as conn:
-            writer = await self._lock(conn, run_id)
-            _require_current(writer, token)
-            await conn.execute(
-                "UPDATE avo_runs SET lease_expires_at = clock_timestamp() "
-                "+ make_interval(secs => $2) WHERE run_id = $1",
-                run_id,
-                ttl_seconds,
-            )
+    async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
+        """Extend ``lease`` by ``ttl`` seconds from now; LeaseError if it was fenced off."""
+        seconds = leases.check_ttl(ttl)
+        async with self._transaction(f"renewing the lease of run {lease.run_id}") as conn:
+            return await leases.renew(conn, lease, seconds)
 
-    async def release_lease(self, run_id: str, token: int) -> None:
-        """Give the lease up so another worker can take the run at once.
+    async def release_lease(self, lease: Lease) -> None:
+        """Give the lease up so another owner can take the run at once."""
+        async with self._connection(f"releasing the lease of run {lease.run_id}") as conn:
+            await leases.release(conn, lease)
 
-        A token that was already fenced off is ignored (there is nothing to release).
-        """
-        async with self._connection(f"releasing the lease of run {run_id}") as conn:
-            await conn.execute(
-                "UPDATE avo_runs SET lease_owner = NULL, lease_expires_at = NULL "
-                "WHERE run_id = $1 AND lease_token = $2",
-                run_id,
-                token,
-            )
-        if self._lease_tokens.get(run_id) == token:
-            del self._lease_tokens[run_id]
-
-    async def _grant(self, conn: Any, writer: _Writer, owner: str, ttl: float) -> int:
-        row = writer.row
-        if row["lease_live"] and row["lease_owner"] != owner:
-            raise LeaseError(
-                f"run {writer.run_id} is being driven by {row['lease_owner']!r} (lease token "
-                f"{row['lease_token']}); wait for its lease to expire or have it released",
-                run_id=writer.run_id,
-            )
-        token = int(row["lease_token"]) + 1
-        await conn.execute(
-            "UPDATE avo_runs SET lease_owner = $2, lease_token = $3, "
-            "lease_expires_at = clock_timestamp() + make_interval(secs => $4) WHERE run_id = $1",
-            writer.run_id,
-            owner,
-            token,
-            ttl,
-        )
-        return token
-
-    async def _check_lease(self, conn: Any, writer: _Writer) -> int | None:
-        """Check the writer may append under the run's lease; return the token it used.
-
-        - holding a token: it must be the run's newest (else it was fenced off);
-          a successful append extends the lease;
-        - holding none: appends are allowed while nobody holds a live lease, and
-          a store built with ``lease_owner`` takes the lease first.
-        """
-        token = self._lease_tokens.get(writer.run_id)
-        if token is not None:
-            _require_current(writer, token)
-            await conn.execute(
-                "UPDATE avo_runs SET lease_expires_at = clock_timestamp() "
-                "+ make_interval(secs => $2) WHERE run_id = $1",
-                writer.run_id,
-                self._lease_ttl,
-            )
-            return token
-        if self._lease_owner is not None:
-            return await self._grant(conn, writer, self._lease_owner, self._lease_ttl)
-        row = writer.row
-        if row["lease_live"]:
-            raise LeaseError(
-                f"run {writer.run_id} is being driven by {row['lease_owner']!r} (lease token "
-                f"{row['lease_token']}); this writer holds no lease, so nothing was appended. "
-                "Call acquire_lease() first",
-                run_id=writer.run_id,
-            )
-        return None
-
-    def _remember_lease(self, run_id: str, token: int | None) -> None:
-        if token is not None:
-            self._lease_tokens[run_id] = token
+    def fenced(self, lease: Lease) -> FencedPostgresStore:
+        """An EventStore view whose writes to ``lease.run_id`` carry the lease's token."""
+        return FencedPostgresStore(self, lease)
 
     # ------------------------------------------------------------ reads
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -528,10 +462,10 @@ class PostgresEventStore:
     async def is_terminal_run(self, run_id: str) -> bool:
         """True when the run's log ends with a terminal event (False for an unknown run)."""
         async with self._connection(f"reading run {run_id}") as conn:
-            terminal = await conn.fetchval(
-                "SELECT log_terminal FROM avo_runs WHERE run_id = $1", run_id
+            row = await conn.fetchrow(
+                "SELECT log_terminal, state FROM avo_runs WHERE run_id = $1", run_id
             )
-        return bool(terminal)
+        return row is not None and _terminal(row)
 
 
 def _same_run(run: RunRecord, event: AgentEvent) -> None:
@@ -542,20 +476,8 @@ def _same_run(run: RunRecord, event: AgentEvent) -> None:
         )
 
 
-def _positive_ttl(ttl_seconds: float) -> None:
-    if not ttl_seconds > 0:
-        raise LeaseError(f"ttl_seconds={ttl_seconds!r} must be a positive number of seconds")
-
-
-def _require_current(writer: _Writer, token: int) -> None:
-    row = writer.row
-    if token != row["lease_token"]:
-        raise LeaseError(
-            f"lease token {token} of run {writer.run_id} is stale: {row['lease_owner']!r} "
-            f"took the run over with token {row['lease_token']}; nothing was appended. "
-            "Stop driving this run",
-            run_id=writer.run_id,
-        )
+def _terminal(row: Any) -> bool:
+    return bool(row["log_terminal"]) or is_terminal(RunState(row["state"]))
 
 
 def _record(text: str) -> RunRecord:
@@ -573,44 +495,3 @@ def _event(row: Any) -> AgentEvent:
         payload=json.loads(row["payload"]),
         parent_event_id=row["parent_event_id"],
     )
-
-
-def store_from_settings(location: str, settings: Mapping[str, Any]) -> PostgresEventStore:
-    """Build a store from a DSN and a ``[store.settings]`` table."""
-    known = {
-        "connect_timeout",
-        "command_timeout",
-        "pool_min_size",
-        "pool_max_size",
-        "lease_owner",
-        "lease_ttl_seconds",
-        "schema",
-    }
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise StorageError(
-            f"unknown postgres store setting(s) {', '.join(unknown)}; "
-            f"known settings: {', '.join(sorted(known))}"
-        )
-    kwargs: dict[str, Any] = {}
-    for key in ("connect_timeout", "lease_ttl_seconds"):
-        if key in settings:
-            kwargs[key] = settings_float(settings, key, None)
-    if "command_timeout" in settings:
-        kwargs["command_timeout"] = settings_float(settings, "command_timeout", None)
-    for key in ("pool_min_size", "pool_max_size"):
-        if key in settings:
-            value = settings[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise StorageError(
-                    f"postgres store setting {key}={value!r} must be an integer >= 1"
-                )
-            kwargs[key] = value
-    if "lease_owner" in settings:
-        owner = settings["lease_owner"]
-        if not isinstance(owner, str) or not owner:
-            raise StorageError(f"postgres store setting lease_owner={owner!r} must be a name")
-        kwargs["lease_owner"] = owner
-    if "schema" in settings:
-        kwargs["schema"] = settings["schema"]
-    return PostgresEventStore(location, **kwargs)
