@@ -1,0 +1,262 @@
+"""The shared shape of every HTTP adapter: config, client, requests, stream validation.
+
+A vendor adapter subclasses :class:`HTTPProvider` and fills in four things: its
+headers, its endpoint, how to build a payload, and how to parse a response and
+a stream. Transport errors, HTTP errors, content types, JSON decoding and API
+key redaction are handled once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from avo.exceptions import ProviderError
+from avo.models import ModelRequest, ModelResponse
+from pydantic import ValidationError
+
+from avo_providers.http_common import (
+    check_content_type,
+    decode_json,
+    error_from_status,
+    error_from_transport,
+    redact_text,
+)
+
+if TYPE_CHECKING:
+    import httpx
+    from avo.providers.streaming import ModelChunk
+
+ApiStyle = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Where and as whom an adapter talks. ``api_key`` never appears in ``repr``."""
+
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+OpenAIConfig = ProviderConfig
+
+
+@dataclass(frozen=True)
+class MiniMaxConfig(ProviderConfig):
+    """MiniMax speaks both the OpenAI and the Anthropic wire formats."""
+
+    api_style: ApiStyle = "openai"
+
+
+EventSink = Callable[[Any, dict[str, Any]], Awaitable[None]]
+
+
+class HTTPProvider:
+    """Base for the HTTP adapters (§7.4): ``generate`` and ``stream`` over httpx."""
+
+    name: ClassVar[str] = "http"
+    vendor: ClassVar[str] = "HTTP"
+    default_base_url: ClassVar[str] = ""
+    api_style: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        max_completion_tokens: int = 1024,
+        request_timeout_seconds: float = 30.0,
+        *,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if max_completion_tokens <= 0:
+            raise ValueError(f"max_completion_tokens must be positive, got {max_completion_tokens}")
+        self.config = config
+        self.model = config.model
+        self.base_url = (config.base_url or self.default_base_url).rstrip("/")
+        self.max_completion_tokens = max_completion_tokens
+        self.request_timeout_seconds = request_timeout_seconds
+        self._client = client
+        self._owns_client = client is None
+        self.event_sink: EventSink | None = None
+
+    # ------------------------------------------------------------ vendor hooks
+    def headers(self) -> dict[str, str]:
+        """Request headers including auth."""
+        raise NotImplementedError
+
+    def endpoint(self, *, stream: bool) -> str:
+        """The URL for a generate (``stream=False``) or stream request."""
+        raise NotImplementedError
+
+    def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The vendor's JSON request body for ``request``."""
+        raise NotImplementedError
+
+    def parse_response(self, data: Any) -> ModelResponse:
+        """The vendor's JSON response as a ModelResponse."""
+        raise NotImplementedError
+
+    def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
+        """Normalized chunks from the vendor's stream lines; raise when it is truncated."""
+        raise NotImplementedError
+
+    stream_content_types: ClassVar[tuple[str, ...]] = ("text/event-stream",)
+
+    # ------------------------------------------------------------ shared machinery
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def api_key_configured(self) -> bool:
+        """True when a credential will be sent."""
+        return bool(self.config.api_key)
+
+    def redact(self, text: str) -> str:
+        """``text`` with this provider's API key (and anything key-shaped) masked."""
+        return redact_text(text, self.config.api_key)
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(timeout=self.request_timeout_seconds)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this provider created (an injected one is left open)."""
+        if self._client is not None and self._owns_client:
+            await self._client.aclose()
+            self._client = None
+
+    def _transport_error(self, exc: BaseException) -> ProviderError:
+        return error_from_transport(
+            self.vendor, exc, timeout=self.request_timeout_seconds, secrets=[self.config.api_key]
+        )
+
+    def _all_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        headers.update(self.headers())
+        headers.update(self.config.headers)
+        return headers
+
+    def _response(self, build: Callable[[], ModelResponse]) -> ModelResponse:
+        try:
+            return build()
+        except ProviderError:
+            raise
+        except (ValidationError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise ProviderError(
+                f"{self.vendor} returned a malformed response: {type(exc).__name__}: "
+                f"{self.redact(str(exc))[:300]}",
+                retryable=False,
+            ) from None
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """One non-streaming call."""
+        import httpx
+
+        payload = self.build_payload(request, stream=False)
+        try:
+            response = await self._get_client().post(
+                self.endpoint(stream=False),
+                json=payload,
+                headers=self._all_headers(),
+                timeout=self.request_timeout_seconds,
+            )
+        except httpx.HTTPError as exc:
+            raise error_from_transport(
+                self.vendor,
+                exc,
+                timeout=self.request_timeout_seconds,
+                secrets=[self.config.api_key],
+            ) from None
+        if response.status_code >= 400:
+            raise error_from_status(
+                self.vendor,
+                response.status_code,
+                response.text,
+                response.headers,
+                secrets=[self.config.api_key],
+            )
+        check_content_type(self.vendor, response.headers.get("content-type"), ("json",))
+        data = decode_json(self.vendor, response.text)
+        return self._response(lambda: self.parse_response(data))
+
+    async def _lines(self, request: ModelRequest) -> AsyncIterator[str]:
+        import httpx
+
+        payload = self.build_payload(request, stream=True)
+        headers = self._all_headers()
+        headers["accept"] = ", ".join(self.stream_content_types)
+        try:
+            async with self._get_client().stream(
+                "POST",
+                self.endpoint(stream=True),
+                json=payload,
+                headers=headers,
+                timeout=self.request_timeout_seconds,
+            ) as response:
+                if response.status_code >= 400:
+                    body = (await response.aread()).decode("utf-8", "replace")
+                    raise error_from_status(
+                        self.vendor,
+                        response.status_code,
+                        body,
+                        response.headers,
+                        secrets=[self.config.api_key],
+                    )
+                check_content_type(
+                    self.vendor, response.headers.get("content-type"), self.stream_content_types
+                )
+                async for line in response.aiter_lines():
+                    yield line
+        except httpx.HTTPError as exc:
+            raise error_from_transport(
+                self.vendor,
+                exc,
+                timeout=self.request_timeout_seconds,
+                secrets=[self.config.api_key],
+            ) from None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
+        """Stream normalized chunks; the stream is validated with the kernel's assembler.
+
+        Whatever the runtime assembles from these chunks equals what ``generate``
+        returns for the same vendor answer (§7.2). A stream that cannot assemble
+        (a tool call without a name, broken argument JSON) fails here, naming the
+        vendor, instead of later in the runtime.
+        """
+        from avo.providers.streaming import StreamAssembler
+
+        assembler = StreamAssembler()
+        lines = self._lines(request)
+        try:
+            async for chunk in self.parse_stream(lines):
+                assembler.feed(chunk)
+                yield chunk
+        except ProviderError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            raise ProviderError(
+                f"{self.vendor} returned a malformed stream: {type(exc).__name__}: "
+                f"{self.redact(str(exc))[:300]}",
+                retryable=False,
+            ) from None
+        finally:
+            await lines.aclose()  # type: ignore[attr-defined]
+        try:
+            assembler.build()
+        except ProviderError as exc:
+            raise ProviderError(
+                f"{self.vendor} returned a malformed stream: {exc}", retryable=False
+            ) from None
+        except ValidationError as exc:
+            raise ProviderError(
+                f"{self.vendor} returned a malformed stream: {exc.errors()[0]['msg']}",
+                retryable=False,
+            ) from None
+
+
+__all__ = ["ApiStyle", "HTTPProvider", "MiniMaxConfig", "OpenAIConfig", "ProviderConfig"]

@@ -1,0 +1,228 @@
+"""Model catalogs, env variables, capabilities and prices of the shipped providers (§12.1).
+
+Pure data: importing this module is cheap (no httpx). Prices are USD per 1k
+(input, output) tokens from the vendors' public price pages as of 2025-11;
+they change, so treat costs computed from them as estimates. Local models
+(Ollama) and OpenRouter ``:free`` models cost nothing.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Literal
+
+from avo.plugins import ProviderCapabilities
+
+ProviderName = Literal[
+    "ollama", "minimax", "anthropic", "openai", "groq", "cerebras", "openrouter", "gemini", "router"
+]
+
+PROVIDER_MODELS: dict[str, tuple[str, ...]] = {
+    "ollama": (
+        "llama3.1",
+        "llama3.2",
+        "qwen2.5-coder",
+        "qwen2.5",
+        "mistral",
+        "mixtral",
+        "codellama",
+        "deepseek-coder-v2",
+        "phi3",
+        "gemma2",
+        "command-r",
+    ),
+    "openai": (
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "o1",
+        "o1-mini",
+        "o1-preview",
+        "o3-mini",
+        "gpt-3.5-turbo",
+    ),
+    "anthropic": (
+        "claude-sonnet-4-5",
+        "claude-opus-4-5",
+        "claude-haiku-4-5",
+        "claude-3-5-sonnet",
+        "claude-3-5-haiku",
+        "claude-3-opus",
+    ),
+    "minimax": ("MiniMax-M2", "MiniMax-M3"),
+    "groq": (
+        "llama-3.3-70b-versatile",
+        "llama-3.1-8b-instant",
+        "mixtral-8x7b-32768",
+        "gemma2-9b-it",
+    ),
+    "cerebras": ("llama-3.3-70b", "llama-3.1-8b", "qwen-2.5-32b"),
+    "openrouter": (
+        "meta-llama/llama-3.3-70b-instruct:free",
+        "deepseek/deepseek-r1:free",
+        "deepseek/deepseek-chat-v3-0324:free",
+        "qwen/qwen-2.5-coder-32b-instruct:free",
+        "google/gemini-2.0-flash-exp:free",
+        "mistralai/mistral-7b-instruct:free",
+        "microsoft/phi-3-mini-128k-instruct:free",
+        "openai/gpt-4o-mini",
+        "anthropic/claude-sonnet-4.5",
+        "google/gemini-2.5-flash",
+    ),
+    "gemini": ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.0-flash"),
+    "router": ("auto", "ollama,openrouter", "ollama,groq", "openrouter,anthropic"),
+}
+"""The curated catalog; the first entry is the default when no model is configured."""
+
+OLLAMA_CLOUD_MODELS: tuple[str, ...] = (
+    "qwen3-coder:480b-cloud",
+    "gpt-oss:120b-cloud",
+    "deepseek-v3.1:671b-cloud",
+)
+
+ANTHROPIC_ADAPTER_DEFAULT_MODEL = "claude-sonnet-4-6"
+"""What ``AnthropicProvider`` uses when constructed with an empty model (§7.4)."""
+
+API_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "anthropic": ("AVO_ANTHROPIC_API_KEY",),
+    "openai": ("AVO_OPENAI_API_KEY",),
+    "groq": ("AVO_GROQ_API_KEY",),
+    "cerebras": ("AVO_CEREBRAS_API_KEY",),
+    "openrouter": ("AVO_OPENROUTER_API_KEY", "OPENROUTER_API_KEY"),
+    "gemini": ("AVO_GEMINI_API_KEY",),
+    "minimax": ("AVO_MINIMAX_API_KEY",),
+    "ollama": ("AVO_OLLAMA_API_KEY",),
+    "ollama-cloud": ("AVO_OLLAMA_CLOUD_API_KEY",),
+}
+"""Where each provider's key is read from, in order; ``ollama``'s key is optional."""
+
+API_STYLE: dict[str, str] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "groq": "openai",
+    "cerebras": "openai",
+    "openrouter": "openai",
+    "gemini": "gemini",
+    "ollama": "ollama",
+    "ollama-cloud": "ollama",
+}
+"""The wire format each provider speaks (MiniMax: ``AVO_MINIMAX_API_STYLE``)."""
+
+ENV_PREFIX: dict[str, str] = {"ollama-cloud": "AVO_OLLAMA"}
+
+
+def env_prefix(name: str) -> str:
+    """``AVO_{NAME}`` for provider ``name`` (``AVO_OLLAMA`` for ollama-cloud)."""
+    return ENV_PREFIX.get(name, "AVO_" + name.upper().replace("-", "_"))
+
+
+def env_vars(name: str, *extra: str) -> tuple[str, ...]:
+    """Every env variable provider ``name`` reads."""
+    prefix = env_prefix(name)
+    keys = API_KEY_ENV.get(name, ())
+    return (*keys, f"{prefix}_BASE_URL", f"{prefix}_MODEL", *extra)
+
+
+def _per_1k(per_million_in: str, per_million_out: str) -> tuple[Decimal, Decimal]:
+    thousand = Decimal(1000)
+    return Decimal(per_million_in) / thousand, Decimal(per_million_out) / thousand
+
+
+PRICING: dict[str, dict[str, tuple[Decimal, Decimal]]] = {
+    "anthropic": {
+        "claude-sonnet-4-6": _per_1k("3", "15"),
+        "claude-sonnet-4-5": _per_1k("3", "15"),
+        "claude-opus-4-5": _per_1k("5", "25"),
+        "claude-haiku-4-5": _per_1k("1", "5"),
+        "claude-3-5-sonnet": _per_1k("3", "15"),
+        "claude-3-5-haiku": _per_1k("0.80", "4"),
+        "claude-3-opus": _per_1k("15", "75"),
+    },
+    "openai": {
+        "gpt-4o": _per_1k("2.50", "10"),
+        "gpt-4o-mini": _per_1k("0.15", "0.60"),
+        "gpt-4.1": _per_1k("2", "8"),
+        "gpt-4.1-mini": _per_1k("0.40", "1.60"),
+        "gpt-4.1-nano": _per_1k("0.10", "0.40"),
+        "o1": _per_1k("15", "60"),
+        "o1-mini": _per_1k("1.10", "4.40"),
+        "o3-mini": _per_1k("1.10", "4.40"),
+        "gpt-3.5-turbo": _per_1k("0.50", "1.50"),
+    },
+    "groq": {
+        "llama-3.3-70b-versatile": _per_1k("0.59", "0.79"),
+        "llama-3.1-8b-instant": _per_1k("0.05", "0.08"),
+        "gemma2-9b-it": _per_1k("0.20", "0.20"),
+    },
+    "cerebras": {
+        "llama-3.3-70b": _per_1k("0.85", "1.20"),
+        "llama-3.1-8b": _per_1k("0.10", "0.10"),
+    },
+    "gemini": {
+        "gemini-2.5-pro": _per_1k("1.25", "10"),
+        "gemini-2.5-flash": _per_1k("0.30", "2.50"),
+        "gemini-2.5-flash-lite": _per_1k("0.10", "0.40"),
+        "gemini-2.0-flash": _per_1k("0.10", "0.40"),
+    },
+    "minimax": {"MiniMax-M2": _per_1k("0.30", "1.20")},
+    "openrouter": {
+        model: (Decimal(0), Decimal(0))
+        for model in PROVIDER_MODELS["openrouter"]
+        if model.endswith(":free")
+    },
+    "ollama": {model: (Decimal(0), Decimal(0)) for model in PROVIDER_MODELS["ollama"]},
+}
+
+CAPABILITIES: dict[str, ProviderCapabilities] = {
+    "anthropic": ProviderCapabilities(
+        streaming=True,
+        tool_calls=True,
+        parallel_tool_calls=True,
+        vision=True,
+        prompt_caching=True,
+        context_window=200_000,
+    ),
+    "openai": ProviderCapabilities(
+        streaming=True,
+        tool_calls=True,
+        parallel_tool_calls=True,
+        json_schema_output=True,
+        vision=True,
+        context_window=128_000,
+    ),
+    "groq": ProviderCapabilities(
+        streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=131_072
+    ),
+    "cerebras": ProviderCapabilities(
+        streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=128_000
+    ),
+    "openrouter": ProviderCapabilities(streaming=True, tool_calls=True, parallel_tool_calls=True),
+    "gemini": ProviderCapabilities(
+        streaming=True,
+        tool_calls=True,
+        parallel_tool_calls=True,
+        json_schema_output=True,
+        vision=True,
+        context_window=1_048_576,
+    ),
+    "minimax": ProviderCapabilities(
+        streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=204_800
+    ),
+    "ollama": ProviderCapabilities(streaming=True, tool_calls=True),
+    "ollama-cloud": ProviderCapabilities(streaming=True, tool_calls=True),
+    "router": ProviderCapabilities(streaming=True, tool_calls=True),
+}
+
+__all__ = [
+    "ANTHROPIC_ADAPTER_DEFAULT_MODEL",
+    "API_KEY_ENV",
+    "CAPABILITIES",
+    "OLLAMA_CLOUD_MODELS",
+    "PRICING",
+    "PROVIDER_MODELS",
+    "ProviderName",
+    "env_prefix",
+    "env_vars",
+]

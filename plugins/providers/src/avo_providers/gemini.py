@@ -1,0 +1,281 @@
+"""Google Gemini (Generative Language API v1beta) and :class:`GeminiProvider`.
+
+``POST {base_url}/v1beta/models/{model}:generateContent`` and
+``:streamGenerateContent?alt=sse`` with ``x-goog-api-key``. Tool calls are
+``functionCall`` parts of a ``model`` turn, results ``functionResponse`` parts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+
+from avo_providers.base_http import HTTPProvider
+from avo_providers.http_common import (
+    decode_json,
+    iter_sse_events,
+    json_safe_content,
+    malformed,
+    parse_json_content,
+    parse_tool_arguments,
+    require_tool_name,
+)
+from avo_providers.openai_compatible import flush_chunks, text_chunks
+
+if TYPE_CHECKING:
+    from avo.providers.streaming import ModelChunk
+
+# The OpenAPI-3.0 subset Gemini's ``Schema`` accepts; anything else is dropped.
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "description",
+        "nullable",
+        "enum",
+        "properties",
+        "required",
+        "items",
+        "anyOf",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+    }
+)
+
+
+def gemini_schema(schema: Any, defs: dict[str, Any] | None = None) -> Any:
+    """A JSON Schema rewritten to Gemini's subset: ``$ref`` inlined, unknown keys dropped."""
+    if not isinstance(schema, dict):
+        return schema
+    defs = defs if defs is not None else dict(schema.get("$defs") or {})
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return gemini_schema(defs.get(ref.removeprefix("#/$defs/"), {}), defs)
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: gemini_schema(sub, defs) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value, defs)
+        elif key == "anyOf" and isinstance(value, list):
+            options = [gemini_schema(v, defs) for v in value if v.get("type") != "null"]
+            if len(options) < len(value):
+                out["nullable"] = True
+            if len(options) == 1:
+                out.update(options[0])
+            else:
+                out[key] = options
+        elif key == "type" and isinstance(value, list):
+            types = [t for t in value if t != "null"]
+            out["type"] = types[0] if types else "string"
+            if "null" in value:
+                out["nullable"] = True
+        else:
+            out[key] = value
+    return out
+
+
+def gemini_contents(
+    messages: list[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(systemInstruction, contents)``; consecutive same-role turns are merged."""
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    names_by_id: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        parts: list[dict[str, Any]] = []
+        if role == "system":
+            text = json_safe_content(message.get("content"))
+            if text:
+                system.append({"text": text})
+            continue
+        if role == "tool":
+            call_id = str(message.get("tool_call_id"))
+            name = message.get("name") or names_by_id.get(call_id, "tool")
+            result = parse_json_content(message.get("content"))
+            response = result if isinstance(result, dict) else {"result": result}
+            role, parts = "user", [{"functionResponse": {"name": name, "response": response}}]
+        else:
+            text = json_safe_content(message.get("content"))
+            if text:
+                parts.append({"text": text})
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                names_by_id[str(call.get("id"))] = function.get("name", "")
+                arguments = function.get("arguments") or "{}"
+                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+                parts.append({"functionCall": {"name": function.get("name"), "args": args}})
+            role = "model" if role == "assistant" else "user"
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return ({"parts": system} if system else None), contents
+
+
+def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
+    """A ``generateContent`` request body."""
+    system, contents = gemini_contents(request.messages)
+    payload: dict[str, Any] = {
+        "contents": contents,
+        "generationConfig": {"maxOutputTokens": max_tokens},
+    }
+    if system:
+        payload["systemInstruction"] = system
+    if request.tools:
+        payload["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": gemini_schema(tool.input_schema),
+                    }
+                    for tool in request.tools
+                ]
+            }
+        ]
+    return payload
+
+
+def _usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, dict):
+        return None
+    output = int(raw.get("candidatesTokenCount") or 0) + int(raw.get("thoughtsTokenCount") or 0)
+    return TokenUsage(input_tokens=int(raw.get("promptTokenCount") or 0), output_tokens=output)
+
+
+def _candidate(data: Any, vendor: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
+    candidates = data.get("candidates")
+    if not isinstance(candidates, list) or not candidates:
+        blocked = (data.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            raise malformed(vendor, f"the prompt was blocked ({blocked})")
+        raise malformed(vendor, "no 'candidates' in the response")
+    candidate = candidates[0]
+    if not isinstance(candidate, dict):
+        raise malformed(vendor, "candidate is not an object")
+    return candidate
+
+
+def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse:
+    """A ``generateContent`` response as a ModelResponse (the first functionCall wins)."""
+    from avo.providers.streaming import split_thinking
+
+    candidate = _candidate(data, vendor)
+    parts = (candidate.get("content") or {}).get("parts") or []
+    usage = _usage(data.get("usageMetadata"))
+    response_id = str(data.get("responseId") or new_id())
+    for part in parts:
+        if "functionCall" in part:
+            call = part["functionCall"] or {}
+            name = require_tool_name(vendor, call.get("name"))
+            tool_call = ToolCall(
+                tool_call_id=str(call.get("id") or f"call_{new_id()}"),
+                name=name,
+                arguments=parse_tool_arguments(vendor, call.get("args"), name),
+            )
+            return ModelResponse(response_id=response_id, tool_call=tool_call, usage=usage)
+    text = "".join(str(p.get("text", "")) for p in parts if "text" in p and not p.get("thought"))
+    _, answer = split_thinking(text)
+    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+
+
+async def stream_gemini_chunks(
+    lines: AsyncIterator[str], *, transport_name: str = "Gemini"
+) -> AsyncIterator[ModelChunk]:
+    """Normalized chunks from ``streamGenerateContent?alt=sse``; no finishReason means cut off."""
+    from avo.providers.streaming import ModelChunk, ThinkingStreamParser
+
+    parser = ThinkingStreamParser()
+    finished = False
+    calls = 0
+    response_id: str | None = None
+    async for _event, data in iter_sse_events(lines):
+        obj = decode_json(transport_name, data)
+        if isinstance(obj, dict) and "error" in obj:
+            raise malformed(transport_name, f"error event in the stream: {obj['error']!r}"[:300])
+        candidate = _candidate(obj, transport_name)
+        response_id = response_id or obj.get("responseId")
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            if "functionCall" in part:
+                call = part["functionCall"] or {}
+                delta: dict[str, Any] = {
+                    "index": calls,
+                    "id": str(call.get("id") or f"call_{new_id()}"),
+                    "arguments": json.dumps(call.get("args") or {}),
+                }
+                if call.get("name"):
+                    delta["name"] = call["name"]
+                calls += 1
+                yield ModelChunk(tool_call_delta=delta, response_id=response_id)
+            elif part.get("thought") and part.get("text"):
+                yield ModelChunk(thought=str(part["text"]), response_id=response_id)
+            elif part.get("text"):
+                for chunk in text_chunks(parser, str(part["text"]), response_id):
+                    yield chunk
+        usage = _usage(obj.get("usageMetadata"))
+        if usage is not None:
+            yield ModelChunk(usage=usage, response_id=response_id)
+        if candidate.get("finishReason"):
+            finished = True
+            yield ModelChunk(finish_reason=str(candidate["finishReason"]), response_id=response_id)
+    for chunk in flush_chunks(parser, response_id):
+        yield chunk
+    if not finished:
+        raise malformed(transport_name, "the stream ended before a finishReason")
+
+
+class GeminiProvider(HTTPProvider):
+    """Google's Gemini API."""
+
+    name: ClassVar[str] = "gemini"
+    vendor: ClassVar[str] = "Gemini"
+    default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"
+    api_style: ClassVar[str] = "gemini"
+
+    def headers(self) -> dict[str, str]:
+        """``x-goog-api-key`` (never a ``?key=`` query parameter, which would leak into logs)."""
+        return {"x-goog-api-key": self.config.api_key} if self.config.api_key else {}
+
+    def endpoint(self, *, stream: bool) -> str:
+        """``generateContent`` or ``streamGenerateContent?alt=sse``."""
+        base = f"{self.base_url}/v1beta/models/{self.model}"
+        return f"{base}:streamGenerateContent?alt=sse" if stream else f"{base}:generateContent"
+
+    def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """A ``generateContent`` body (the same for streaming)."""
+        return build_gemini_payload(request, max_tokens=self.max_completion_tokens)
+
+    def parse_response(self, data: Any) -> ModelResponse:
+        """A ``generateContent`` response."""
+        return parse_gemini_response(data, vendor=self.vendor)
+
+    def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
+        """A ``streamGenerateContent`` SSE stream."""
+        return stream_gemini_chunks(lines, transport_name=self.vendor)
+
+
+__all__ = [
+    "GeminiProvider",
+    "build_gemini_payload",
+    "gemini_contents",
+    "gemini_schema",
+    "parse_gemini_response",
+    "stream_gemini_chunks",
+]

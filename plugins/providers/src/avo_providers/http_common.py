@@ -1,0 +1,262 @@
+"""Shared HTTP helpers for every adapter (§7.3): errors, redaction, SSE, tool schemas.
+
+Nothing here imports httpx at module import time; the functions that need it
+take the response objects httpx hands them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
+
+from avo.exceptions import ProviderError
+from avo.models import ToolMetadata
+from pydantic import JsonValue
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+"""4xx statuses that mean "try again" (timeouts, conflicts, rate limits); every 5xx is too."""
+
+_MAX_DETAIL = 300
+
+
+class ProviderHTTPError(ProviderError):
+    """A vendor answered with an HTTP error status.
+
+    ``status_code`` is the HTTP status, ``retry_after`` the seconds the vendor asked
+    us to wait (``Retry-After`` / ``retry-after-ms`` headers) when it said so.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        vendor: str,
+        status_code: int,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.vendor = vendor
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+def redact_text(text: str, *secrets: str | None) -> str:
+    """Mask ``secrets`` (API keys) and anything key-shaped in ``text``."""
+    from avo.redaction import redact_text as _kernel_redact
+
+    known = [s for s in secrets if s and len(s) >= 4]
+    # Exact known values first (they may not look like keys), then the kernel's
+    # patterns for bearer tokens and vendor key shapes.
+    for secret in known:
+        text = text.replace(secret, "***")
+    return _kernel_redact(text, environ={}, secrets=known)
+
+
+def json_safe_content(content: Any) -> str:
+    """Render a message ``content`` value as the string vendors expect."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" for part in content
+    ):
+        return "".join(str(part.get("text", "")) for part in content)
+    return json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def parse_json_content(content: Any) -> Any:
+    """Decode a tool message's JSON string content, leaving other text as is."""
+    if not isinstance(content, str):
+        return content
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = lowered.get(key)
+        if raw is None:
+            continue
+        try:
+            return max(0.0, float(raw) * scale)
+        except ValueError:
+            continue
+    return None
+
+
+def _error_detail(body: str) -> str:
+    """Pull the human message out of a vendor error body (every vendor nests it)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.strip()[:_MAX_DETAIL]
+    if isinstance(data, list) and data:
+        data = data[0]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("type") or error.get("status")
+            kind = error.get("type") or error.get("status")
+            if message and kind and kind != message:
+                return f"{kind}: {message}"[:_MAX_DETAIL]
+            if message:
+                return str(message)[:_MAX_DETAIL]
+        if isinstance(error, str):
+            return error[:_MAX_DETAIL]
+    return body.strip()[:_MAX_DETAIL]
+
+
+def error_from_status(
+    vendor: str,
+    status_code: int,
+    body: str,
+    headers: Mapping[str, str],
+    *,
+    secrets: Sequence[str | None] = (),
+) -> ProviderHTTPError:
+    """Map an HTTP error status to a ``ProviderError`` with ``retryable`` set right."""
+    retryable = status_code in RETRYABLE_STATUS or status_code >= 500
+    retry_after = _retry_after(headers)
+    detail = redact_text(_error_detail(body), *secrets) or "no error detail"
+    message = f"{vendor} API returned HTTP {status_code}: {detail}"
+    if retry_after is not None:
+        message += f" (retry after {retry_after:g}s)"
+    return ProviderHTTPError(
+        message,
+        retryable=retryable,
+        vendor=vendor,
+        status_code=status_code,
+        retry_after=retry_after,
+    )
+
+
+def error_from_transport(
+    vendor: str, exc: BaseException, *, timeout: float, secrets: Sequence[str | None] = ()
+) -> ProviderError:
+    """Map an httpx transport failure (timeout, refused connection, ...) to a retryable error."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(
+            f"{vendor} request timed out after {timeout:g}s ({type(exc).__name__})",
+            retryable=True,
+        )
+    detail = redact_text(str(exc), *secrets) or type(exc).__name__
+    return ProviderError(f"{vendor} request failed: {type(exc).__name__}: {detail}", retryable=True)
+
+
+def malformed(vendor: str, what: str) -> ProviderError:
+    """The non-retryable error for a response that breaks the vendor's documented shape."""
+    return ProviderError(f"{vendor} returned a malformed response: {what}", retryable=False)
+
+
+def check_content_type(vendor: str, content_type: str | None, expected: Iterable[str]) -> None:
+    """Refuse a response whose ``Content-Type`` is none of ``expected`` substrings."""
+    value = (content_type or "").lower()
+    if not any(token in value for token in expected):
+        wanted = " or ".join(expected)
+        raise malformed(vendor, f"unexpected content type {content_type!r} (expected {wanted})")
+
+
+def decode_json(vendor: str, text: str) -> Any:
+    """``json.loads`` that fails as a ProviderError naming the vendor."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        snippet = text[:80]
+        raise malformed(vendor, f"invalid JSON ({exc.msg}) in {snippet!r}") from None
+
+
+def parse_tool_arguments(vendor: str, raw: Any, tool_name: str) -> dict[str, JsonValue]:
+    """Tool-call arguments as a dict, from a JSON string or an object."""
+    if raw is None or raw == "":
+        return {}
+    value = decode_json(vendor, raw) if isinstance(raw, str) else raw
+    if not isinstance(value, dict):
+        raise malformed(
+            vendor, f"arguments of tool call {tool_name!r} are not a JSON object: {raw!r}"
+        )
+    return value
+
+
+def require_tool_name(vendor: str, name: Any) -> str:
+    """A tool call's name, or a ProviderError saying it is missing."""
+    if not isinstance(name, str) or not name:
+        raise malformed(vendor, "a tool call has no name")
+    return name
+
+
+def openai_tools(tools: Sequence[ToolMetadata]) -> list[dict[str, Any]]:
+    """``ToolMetadata`` as OpenAI ``tools`` entries (also Groq, Cerebras, OpenRouter, Ollama)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.input_schema,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def anthropic_tools(tools: Sequence[ToolMetadata]) -> list[dict[str, Any]]:
+    """``ToolMetadata`` as Anthropic ``tools`` entries."""
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+        for tool in tools
+    ]
+
+
+async def iter_sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
+    """Yield ``(event, data)`` pairs from Server-Sent Events lines.
+
+    Follows the SSE spec: ``data:`` lines of one event are joined with newlines,
+    a blank line dispatches, ``:`` lines are comments, the default event is
+    ``message``.
+    """
+    event = "message"
+    data: list[str] = []
+    async for raw in lines:
+        line = raw.rstrip("\r")
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)
+    if data:
+        yield event, "\n".join(data)
+
+
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ProviderHTTPError",
+    "anthropic_tools",
+    "check_content_type",
+    "decode_json",
+    "error_from_status",
+    "error_from_transport",
+    "iter_sse_events",
+    "json_safe_content",
+    "malformed",
+    "openai_tools",
+    "parse_json_content",
+    "parse_tool_arguments",
+    "redact_text",
+    "require_tool_name",
+]

@@ -1,0 +1,209 @@
+"""Ollama's native chat API (local and Ollama Cloud) and :class:`OllamaProvider`.
+
+``POST {base_url}/api/chat``; the stream is newline-delimited JSON
+(``application/x-ndjson``), the last object has ``"done": true``. Tool-call
+arguments are JSON objects, not strings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+
+from avo_providers.base_http import HTTPProvider
+from avo_providers.http_common import (
+    decode_json,
+    json_safe_content,
+    malformed,
+    openai_tools,
+    parse_tool_arguments,
+    require_tool_name,
+)
+from avo_providers.openai_compatible import flush_chunks, text_chunks
+
+if TYPE_CHECKING:
+    from avo.providers.streaming import ModelChunk
+
+
+def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runtime's messages in Ollama's shape (object tool arguments, ``tool_name``)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        item: dict[str, Any] = {"role": role, "content": json_safe_content(message.get("content"))}
+        if role == "assistant" and message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                function = call.get("function") or {}
+                arguments = function.get("arguments") or "{}"
+                calls.append(
+                    {
+                        "function": {
+                            "name": function.get("name"),
+                            "arguments": json.loads(arguments)
+                            if isinstance(arguments, str)
+                            else arguments,
+                        }
+                    }
+                )
+            item["tool_calls"] = calls
+        if role == "tool" and message.get("name"):
+            item["tool_name"] = message["name"]
+        out.append(item)
+    return out
+
+
+def build_ollama_payload(
+    request: ModelRequest, *, model: str, max_tokens: int, stream: bool
+) -> dict[str, Any]:
+    """An ``/api/chat`` request body."""
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": ollama_messages(request.messages),
+        "stream": stream,
+        "options": {"num_predict": max_tokens},
+    }
+    if request.tools:
+        payload["tools"] = openai_tools(request.tools)
+    return payload
+
+
+def _usage(obj: dict[str, Any]) -> TokenUsage | None:
+    if "prompt_eval_count" not in obj and "eval_count" not in obj:
+        return None
+    return TokenUsage(
+        input_tokens=int(obj.get("prompt_eval_count") or 0),
+        output_tokens=int(obj.get("eval_count") or 0),
+    )
+
+
+def parse_ollama_response(data: Any, *, vendor: str = "Ollama") -> ModelResponse:
+    """An ``/api/chat`` response as a ModelResponse (the first tool call wins)."""
+    from avo.providers.streaming import split_thinking
+
+    if not isinstance(data, dict):
+        raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
+    if "error" in data:
+        raise malformed(vendor, f"error in a 200 response: {data['error']!r}"[:300])
+    message = data.get("message")
+    if not isinstance(message, dict):
+        raise malformed(vendor, "no 'message' in the response")
+    usage = _usage(data)
+    response_id = new_id()
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        name = require_tool_name(vendor, function.get("name"))
+        tool_call = ToolCall(
+            tool_call_id=str(call.get("id") or f"call_{new_id()}"),
+            name=name,
+            arguments=parse_tool_arguments(vendor, function.get("arguments"), name),
+        )
+        return ModelResponse(response_id=response_id, tool_call=tool_call, usage=usage)
+    _, answer = split_thinking(str(message.get("content") or ""))
+    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+
+
+async def stream_ollama_chunks(
+    lines: AsyncIterator[str], *, transport_name: str = "Ollama"
+) -> AsyncIterator[ModelChunk]:
+    """Normalized chunks from an NDJSON ``/api/chat`` stream; no ``done`` object means cut off."""
+    from avo.providers.streaming import ModelChunk, ThinkingStreamParser
+
+    parser = ThinkingStreamParser()
+    response_id = new_id()
+    calls = 0
+    done = False
+    async for line in lines:
+        if not line.strip():
+            continue
+        obj = decode_json(transport_name, line)
+        if not isinstance(obj, dict):
+            raise malformed(transport_name, f"stream line is not a JSON object: {line[:80]!r}")
+        if "error" in obj:
+            raise malformed(transport_name, f"error in the stream: {obj['error']!r}"[:300])
+        message = obj.get("message") or {}
+        if message.get("thinking"):
+            yield ModelChunk(thought=str(message["thinking"]), response_id=response_id)
+        if message.get("content"):
+            for chunk in text_chunks(parser, str(message["content"]), response_id):
+                yield chunk
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            delta: dict[str, Any] = {
+                "index": calls,
+                "id": str(call.get("id") or f"call_{new_id()}"),
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            }
+            if function.get("name"):
+                delta["name"] = function["name"]
+            calls += 1
+            yield ModelChunk(tool_call_delta=delta, response_id=response_id)
+        if obj.get("done"):
+            done = True
+            usage = _usage(obj)
+            if usage is not None:
+                yield ModelChunk(usage=usage, response_id=response_id)
+            yield ModelChunk(
+                finish_reason=str(obj.get("done_reason") or "stop"), response_id=response_id
+            )
+            break
+    for chunk in flush_chunks(parser, response_id):
+        yield chunk
+    if not done:
+        raise malformed(transport_name, "the stream ended before the final 'done' object")
+
+
+class OllamaProvider(HTTPProvider):
+    """A local (or self-hosted) Ollama server; the API key is optional."""
+
+    name: ClassVar[str] = "ollama"
+    vendor: ClassVar[str] = "Ollama"
+    default_base_url: ClassVar[str] = "http://localhost:11434"
+    api_style: ClassVar[str] = "ollama"
+    stream_content_types: ClassVar[tuple[str, ...]] = ("application/x-ndjson", "json")
+
+    def headers(self) -> dict[str, str]:
+        """Bearer auth only when a key is configured."""
+        if self.config.api_key:
+            return {"authorization": f"Bearer {self.config.api_key}"}
+        return {}
+
+    def endpoint(self, *, stream: bool) -> str:
+        """``/api/chat``."""
+        return f"{self.base_url}/api/chat"
+
+    def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """An ``/api/chat`` body."""
+        return build_ollama_payload(
+            request, model=self.model, max_tokens=self.max_completion_tokens, stream=stream
+        )
+
+    def parse_response(self, data: Any) -> ModelResponse:
+        """An ``/api/chat`` response."""
+        return parse_ollama_response(data, vendor=self.vendor)
+
+    def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
+        """An NDJSON stream."""
+        return stream_ollama_chunks(lines, transport_name=self.vendor)
+
+
+class OllamaCloudProvider(OllamaProvider):
+    """Ollama Cloud (``https://ollama.com``): the same API, remote models, a required key."""
+
+    name: ClassVar[str] = "ollama-cloud"
+    vendor: ClassVar[str] = "Ollama Cloud"
+    default_base_url: ClassVar[str] = "https://ollama.com"
+
+
+__all__ = [
+    "OllamaCloudProvider",
+    "OllamaProvider",
+    "build_ollama_payload",
+    "ollama_messages",
+    "parse_ollama_response",
+    "stream_ollama_chunks",
+]

@@ -1,0 +1,45 @@
+"""Groq, Cerebras and OpenRouter: OpenAI-compatible servers with their own defaults."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from avo_providers.openai_compatible import OpenAICompatibleProvider
+
+OPENROUTER_DEFAULT_SITE_URL = "https://github.com/Fqih/avo"
+OPENROUTER_DEFAULT_APP_NAME = "Avo Agent Runtime"
+
+
+class GroqProvider(OpenAICompatibleProvider):
+    """Groq's OpenAI-compatible API."""
+
+    name: ClassVar[str] = "groq"
+    vendor: ClassVar[str] = "Groq"
+    default_base_url: ClassVar[str] = "https://api.groq.com/openai/v1"
+
+
+class CerebrasProvider(OpenAICompatibleProvider):
+    """Cerebras Inference's OpenAI-compatible API."""
+
+    name: ClassVar[str] = "cerebras"
+    vendor: ClassVar[str] = "Cerebras"
+    default_base_url: ClassVar[str] = "https://api.cerebras.ai/v1"
+
+
+class OpenRouterProvider(OpenAICompatibleProvider):
+    """OpenRouter; sends ``HTTP-Referer`` / ``X-Title`` attribution headers."""
+
+    name: ClassVar[str] = "openrouter"
+    vendor: ClassVar[str] = "OpenRouter"
+    default_base_url: ClassVar[str] = "https://openrouter.ai/api/v1"
+    max_tokens_field: ClassVar[str] = "max_tokens"
+
+    def headers(self) -> dict[str, str]:
+        """Bearer auth plus the attribution headers (overridable via config headers)."""
+        headers = super().headers()
+        headers["HTTP-Referer"] = OPENROUTER_DEFAULT_SITE_URL
+        headers["X-Title"] = OPENROUTER_DEFAULT_APP_NAME
+        return headers
+
+
+__all__ = ["CerebrasProvider", "GroqProvider", "OpenRouterProvider"]
