@@ -1,0 +1,347 @@
+"""Compose an :class:`~avo.runtime.AgentRuntime` from ``avo.toml`` and the plugin registry.
+
+Every name in the config (provider, store, tools, permission mode, hooks,
+notifiers) is resolved through a :class:`~avo.plugins.manager.PluginManager`;
+nothing is special-cased. Python users call :func:`compose` (or
+:func:`runtime_from_config`); ``avo run`` calls the same function with its
+flags as overrides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from avo.compose.config import (
+    AvoConfig,
+    PluginRef,
+    find_config,
+    load_config,
+    validation_error,
+)
+from avo.config import apply_runtime_overrides, database_path_from_env
+from avo.exceptions import AvoError, ConfigError, PluginError
+
+if TYPE_CHECKING:
+    from avo.plugins.manager import PluginManager
+    from avo.runtime import AgentRuntime
+
+DEFAULT_DATABASE = "avo.db"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+@dataclass
+class Composition:
+    """A composed runtime plus what it was built from; close it when done."""
+
+    runtime: AgentRuntime
+    event_store: Any
+    manager: PluginManager
+    config: AvoConfig
+    config_file: str
+    store_location: str
+    notifiers: list[Any] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        """Close the event store (and anything else that holds resources)."""
+        close = getattr(self.event_store, "close", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Composition:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _ref(item: str | PluginRef) -> PluginRef:
+    return PluginRef(name=item) if isinstance(item, str) else item
+
+
+def _settings(spec: Any, settings: Mapping[str, Any], *, file: str, key: str) -> dict[str, Any]:
+    """Validate a settings table with the spec's ``settings_model`` (if any)."""
+    model: type[BaseModel] | None = getattr(spec, "settings_model", None)
+    if model is None:
+        return dict(settings)
+    try:
+        return model.model_validate(dict(settings)).model_dump()
+    except ValidationError as exc:
+        error = validation_error(exc, file=file, prefix=key)
+        known = ", ".join(sorted(model.model_fields)) or "(none)"
+        raise ConfigError(f"{error}; {key} accepts: {known}", key=key, file=file) from None
+
+
+def _get(manager: PluginManager, kind: str, name: str, *, file: str, key: str) -> Any:
+    try:
+        return manager.get(kind, name)
+    except PluginError as exc:
+        raise ConfigError(f"{file}: {key}: {exc}", key=key, file=file) from exc
+
+
+def select_store_spec(location: str, manager: PluginManager) -> Any:
+    """The store spec whose ``schemes`` (URL) or ``suffixes`` (file) match ``location``."""
+    manager.load_kind("store")
+    specs = manager.specs("store")
+    match = _SCHEME.match(location)
+    if match and len(match.group(1)) > 1:  # not a Windows drive letter
+        scheme = match.group(1).lower()
+        chosen = [s for s in specs.values() if scheme in {x.lower() for x in s.schemes}]
+        what = f"URL scheme {scheme!r}"
+    else:
+        suffix = Path(location).suffix.lower()
+        chosen = [s for s in specs.values() if suffix in {x.lower() for x in s.suffixes}]
+        what = f"file suffix {suffix!r}" if suffix else "a path without a suffix"
+    if len(chosen) == 1:
+        return chosen[0]
+    offers = "; ".join(
+        f"{name} (schemes: {', '.join(s.schemes) or '-'}; suffixes: {', '.join(s.suffixes) or '-'})"
+        for name, s in sorted(specs.items())
+    )
+    if not chosen:
+        raise ConfigError(
+            f"no store plugin opens {location!r} ({what}); installed stores: "
+            f"{offers or '(none)'}; install one (e.g. avo-sqlite) or name a store explicitly",
+            key="store.location",
+        )
+    names = ", ".join(sorted(s.name for s in chosen))
+    raise ConfigError(
+        f"several store plugins open {location!r} ({what}): {names}; pick one with "
+        f"[store] name or --store",
+        key="store.name",
+    )
+
+
+def open_store(
+    location: str | Path,
+    *,
+    manager: PluginManager | None = None,
+    name: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """Open an event store by location (URL scheme or file suffix) or by plugin ``name``."""
+    from avo.plugins.manager import PluginManager
+
+    manager = manager or PluginManager(environ=environ)
+    text = str(location)
+    if name:
+        spec = _get(manager, "store", name, file="(arguments)", key="store.name")
+    else:
+        spec = select_store_spec(text, manager)
+    checked = _settings(spec, settings or {}, file="(arguments)", key="store.settings")
+    return spec.factory(text, checked)
+
+
+def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
+    from avo.hooks import HookDecision, HookEvent
+
+    async def notify(context: Any) -> Any:
+        try:
+            from avo.notifications import Notification  # type: ignore[import-not-found]
+        except ImportError:
+            from avo.compose._notification import Notification
+        if context.event is HookEvent.STOP:
+            run = context.run
+            state = getattr(getattr(run, "state", None), "value", "finished")
+            note = Notification(title=f"avo run {context.run_id} {state}", body=str(run or ""))
+        else:
+            note = Notification(
+                title=f"avo run {context.run_id}", body=context.notification, level="warning"
+            )
+        for notifier in notifiers:
+            try:
+                await notifier.send(note)
+            except Exception:
+                continue
+        return HookDecision.allow()
+
+    return notify
+
+
+def compose(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    manager: PluginManager | None = None,
+    provider: str | None = None,
+    store: str | None = None,
+    database: str | Path | None = None,
+    tools: Iterable[str] | None = None,
+    stream_callback: Callable[[str], None] | None = None,
+    approval_callback: Any | None = None,
+    discover_config: bool = False,
+) -> Composition:
+    """Build a runtime from a config file plus overrides.
+
+    :param path: ``avo.toml`` or a ``pyproject.toml`` with ``[tool.avo]``; None
+        uses no file unless ``discover_config`` looks in the current directory.
+    :param provider, store, tools: override the config's names (``avo run``'s
+        ``--provider``, ``--store``, ``--tool``); ``tools`` replaces the list.
+    :param database: the store location (``-d``); else ``[store] location``,
+        else ``AVO_DATABASE_PATH``, else ``avo.db``.
+    """
+    from avo.hooks import HookEvent, HookRegistry
+    from avo.plugins.manager import PluginManager
+    from avo.policies import LoopPolicy
+    from avo.runtime import AgentRuntime
+    from avo.tools import ToolRegistry
+
+    env = os.environ if environ is None else environ
+    if path is None and discover_config:
+        path = find_config()
+    config, label = load_config(path)
+    if manager is None:
+        switches = config.plugins
+        manager = PluginManager(
+            environ=env, autoload=switches.autoload, block=switches.block, allow=switches.allow
+        )
+
+    # provider
+    provider_name = provider or (config.provider.name if config.provider else None)
+    provider_name = provider_name or env.get("AVO_PROVIDER") or None
+    if not provider_name:
+        raise ConfigError(
+            f"{label}: no provider configured: set [provider] name, pass --provider NAME or set "
+            f"AVO_PROVIDER; available: {', '.join(manager.names('provider')) or '(none)'}",
+            key="provider.name",
+            file=label,
+        )
+    provider_key = "--provider" if provider else "provider.name"
+    provider_spec = _get(manager, "provider", provider_name, file=label, key=provider_key)
+    provider_table = (
+        config.provider.settings
+        if config.provider and config.provider.name == provider_name
+        else {}
+    )
+    provider_settings = _settings(
+        provider_spec, provider_table, file=label, key="provider.settings"
+    )
+    model_provider = provider_spec.factory(provider_settings, environ=env)
+
+    # tools
+    refs = [PluginRef(name=n) for n in tools] if tools is not None else config.tools
+    built_tools: list[Any] = []
+    for index, item in enumerate(refs):
+        ref = _ref(item)
+        key = "--tool" if tools is not None else f"tools[{index}]"
+        spec = _get(manager, "tool", ref.name, file=label, key=key)
+        made = spec.factory(_settings(spec, ref.settings, file=label, key=f"{key}.settings"))
+        built_tools.extend(made if isinstance(made, list | tuple) else [made])
+    registry = ToolRegistry(built_tools)
+
+    # policy
+    try:
+        policy = LoopPolicy(**apply_runtime_overrides(config.policy, env))
+    except ValidationError as exc:
+        error = validation_error(exc, file=label, prefix="policy")
+        known = ", ".join(sorted(LoopPolicy.model_fields))
+        raise ConfigError(f"{error}; [policy] accepts: {known}", key="policy", file=label) from None
+
+    # hooks and notifiers (every enabled hook plugin may also watch run lifecycles)
+    manager.load_kind("hook")
+    hook_registry = HookRegistry()
+    for index, item in enumerate(config.hooks):
+        ref = _ref(item)
+        spec = _get(manager, "hook", ref.name, file=label, key=f"hooks[{index}]")
+        settings = _settings(spec, ref.settings, file=label, key=f"hooks[{index}].settings")
+        for event, hook in spec.factory(settings):
+            hook_registry.register(HookEvent(event), hook)
+    notifiers = []
+    for index, item in enumerate(config.notifiers):
+        ref = _ref(item)
+        spec = _get(manager, "notifier", ref.name, file=label, key=f"notifiers[{index}]")
+        settings = _settings(spec, ref.settings, file=label, key=f"notifiers[{index}].settings")
+        notifiers.append(spec.factory(settings, environ=env))
+    if notifiers:
+        hook = _notification_hook(notifiers)
+        hook_registry.register(HookEvent.STOP, hook)
+        hook_registry.register(HookEvent.NOTIFICATION, hook)
+
+    # permission mode: only ever builds an approval callback
+    callback = approval_callback
+    if config.permission is not None and callback is None:
+        ref_mode = config.permission.mode
+        spec = _get(manager, "permission", ref_mode, file=label, key="permission.mode")
+        settings = _settings(
+            spec, config.permission.settings, file=label, key="permission.settings"
+        )
+        callback = spec.factory(settings, environ=env, tools=list(registry.metadata))
+
+    # store last, so nothing above leaves it open on error
+    store_ref = config.store
+    location = str(
+        database
+        or (store_ref.location if store_ref and store_ref.location else None)
+        or database_path_from_env(env)
+        or DEFAULT_DATABASE
+    )
+    store_name = store or (store_ref.name if store_ref else None)
+    if store_name:
+        store_spec = _get(
+            manager, "store", store_name, file=label, key="--store" if store else "store.name"
+        )
+    else:
+        try:
+            store_spec = select_store_spec(location, manager)
+        except ConfigError as exc:
+            raise ConfigError(f"{label}: {exc}", key=exc.key, file=label) from None
+    store_table = store_ref.settings if store_ref and store_ref.name in (None, store_name) else {}
+    event_store = store_spec.factory(
+        location, _settings(store_spec, store_table, file=label, key="store.settings")
+    )
+    try:
+        runtime = AgentRuntime(
+            provider=model_provider,
+            tools=registry,
+            policy=policy,
+            event_store=event_store,
+            approval_callback=callback,
+            hooks=hook_registry if hook_registry else None,
+            stream_callback=stream_callback,
+            plugins=manager,
+        )
+    except AvoError:
+        raise
+    except Exception as exc:  # pragma: no cover - defensive
+        raise ConfigError(f"{label}: cannot build the runtime: {exc}", file=label) from exc
+    return Composition(
+        runtime=runtime,
+        event_store=event_store,
+        manager=manager,
+        config=config,
+        config_file=label,
+        store_location=location,
+        notifiers=notifiers,
+    )
+
+
+def runtime_from_config(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> AgentRuntime:
+    """The runtime :func:`compose` builds.
+
+    Close its store when done: ``await runtime.event_store.close()``.
+    """
+    return compose(path, environ=environ, **overrides).runtime
+
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "Composition",
+    "compose",
+    "find_config",
+    "load_config",
+    "open_store",
+    "runtime_from_config",
+    "select_store_spec",
+]

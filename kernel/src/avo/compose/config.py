@@ -1,0 +1,200 @@
+"""The ``avo.toml`` schema (or ``[tool.avo]`` in ``pyproject.toml``) and its loader.
+
+Every table names a plugin and carries that plugin's own ``settings`` table::
+
+    [provider]
+    name = "fake"
+    [provider.settings]
+    script = [{content = "done"}]
+
+    [store]
+    location = "avo.db"          # the store plugin is chosen by suffix or URL scheme
+
+    tools = ["read_file", {name = "grep", settings = {max_matches = 50}}]
+
+    [permission]
+    mode = "accept_edits"
+
+    [policy]
+    max_steps = 10
+
+Errors are :class:`~avo.exceptions.ConfigError` naming the file, the dotted key
+and the choices that would have been accepted.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from avo.exceptions import ConfigError
+
+CONFIG_FILE = "avo.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PluginRef(_Strict):
+    """A plugin chosen by name, with its settings table."""
+
+    name: str = Field(min_length=1)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class StoreRef(_Strict):
+    """The event store: by ``name``, or picked from ``location``'s scheme/suffix."""
+
+    name: str | None = None
+    location: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class PermissionRef(_Strict):
+    """The permission mode (a ``avo.permissions`` plugin) and its settings."""
+
+    mode: str = Field(min_length=1)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class PluginSwitches(_Strict):
+    """``[plugins]``: the same switches as ``AVO_PLUGINS_*`` (the environment wins)."""
+
+    autoload: bool | None = None
+    block: list[str] = Field(default_factory=list)
+    allow: list[str] | None = None
+
+
+class AvoConfig(_Strict):
+    """A whole ``avo.toml``."""
+
+    provider: PluginRef | None = None
+    store: StoreRef | None = None
+    tools: list[str | PluginRef] = Field(default_factory=list)
+    permission: PermissionRef | None = None
+    hooks: list[str | PluginRef] = Field(default_factory=list)
+    notifiers: list[str | PluginRef] = Field(default_factory=list)
+    policy: dict[str, Any] = Field(default_factory=dict)
+    plugins: PluginSwitches = Field(default_factory=PluginSwitches)
+    system_prompt: str | None = None
+
+
+_MODELS_BY_KEY: dict[str, type[BaseModel]] = {
+    "provider": PluginRef,
+    "store": StoreRef,
+    "permission": PermissionRef,
+    "plugins": PluginSwitches,
+    "tools": PluginRef,
+    "hooks": PluginRef,
+    "notifiers": PluginRef,
+}
+
+
+def dotted(loc: tuple[Any, ...]) -> str:
+    """``("tools", 0, "name")`` -> ``tools[0].name``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part in ("str", "PluginRef"):  # pydantic's union-branch labels
+            continue
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed where an unknown key ``loc`` appeared."""
+    parents = [p for p in loc[:-1] if isinstance(p, str) and p not in ("str", "PluginRef")]
+    target: type[BaseModel] = model
+    if model is AvoConfig and parents:
+        target = _MODELS_BY_KEY.get(parents[0], AvoConfig)
+    return sorted(target.model_fields)
+
+
+def validation_error(
+    exc: ValidationError, *, file: str, prefix: str = "", model: type[BaseModel] | None = None
+) -> ConfigError:
+    """Turn a pydantic error into a ConfigError naming the file, key and choices."""
+    lines = []
+    first_key = None
+    for error in exc.errors():
+        key = dotted(error["loc"])
+        full = f"{prefix}.{key}" if prefix and key else (prefix or key)
+        first_key = first_key or full
+        if error["type"] == "extra_forbidden" and model is not None:
+            known = ", ".join(_known_keys(model, error["loc"])) or "(none)"
+            lines.append(f"{file}: unknown key {full!r}; known keys: {known}")
+        elif error["type"] == "extra_forbidden":
+            lines.append(f"{file}: unknown key {full!r}")
+        else:
+            got = error.get("input")
+            shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+            lines.append(f"{file}: {full}: {error['msg']}{shown}")
+    return ConfigError("; ".join(lines), key=first_key, file=file)
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any], str]:
+    """The raw avo table of ``path`` (``[tool.avo]`` for a pyproject.toml) and its label."""
+    label = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {label} does not exist", file=label) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{label}: not valid TOML: {exc}", file=label) from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("avo")
+        if table is None:
+            raise ConfigError(f"{label} has no [tool.avo] table", file=label)
+        return dict(table), f"{label} [tool.avo]"
+    return data, label
+
+
+def find_config(directory: Path | None = None) -> Path | None:
+    """``avo.toml`` in ``directory`` (default: cwd), else a pyproject.toml with [tool.avo]."""
+    base = directory or Path.cwd()
+    candidate = base / CONFIG_FILE
+    if candidate.is_file():
+        return candidate
+    pyproject = base / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError:
+            return None
+        if "avo" in data.get("tool", {}):
+            return pyproject
+    return None
+
+
+def load_config(path: Path | str | None) -> tuple[AvoConfig, str]:
+    """Read and validate a config file; ``None`` gives the empty config.
+
+    Returns the config and the label used in error messages.
+    """
+    if path is None:
+        return AvoConfig(), "(no config file)"
+    raw, label = read_config_file(Path(path))
+    try:
+        return AvoConfig.model_validate(raw), label
+    except ValidationError as exc:
+        raise validation_error(exc, file=label, model=AvoConfig) from None
+
+
+__all__ = [
+    "CONFIG_FILE",
+    "AvoConfig",
+    "PermissionRef",
+    "PluginRef",
+    "PluginSwitches",
+    "StoreRef",
+    "find_config",
+    "load_config",
+    "read_config_file",
+    "validation_error",
+]
