@@ -348,3 +348,43 @@ def test_empty_trace_text() -> None:
     text = trace.to_text()
     assert "final state: unknown" in text
     assert "duration: -" in text
+
+
+async def test_trace_of_a_real_runtime_run_agrees_with_its_result() -> None:
+    from pydantic import BaseModel
+
+    from avo.policies import LoopPolicy
+    from avo.providers.fake import FakeProvider
+    from avo.runtime import AgentRuntime
+    from avo.tools import FunctionTool
+
+    class EchoArgs(BaseModel):
+        n: int
+
+    async def echo(args: EchoArgs) -> str:
+        return f"echo {args.n}"
+
+    tool = FunctionTool(name="echo", description="Echo n", arguments_model=EchoArgs, function=echo)
+    provider = FakeProvider(
+        [
+            ModelResponse(
+                tool_call=ToolCall(name="echo", arguments={"n": 7}),
+                usage=TokenUsage(input_tokens=10, output_tokens=2),
+            ),
+            ModelResponse(content="echoed", usage=TokenUsage(input_tokens=20, output_tokens=3)),
+        ]
+    )
+    runtime = AgentRuntime(provider=provider, tools=[tool], policy=LoopPolicy(max_steps=5))
+    result = await runtime.run("echo seven")
+    trace = await runtime.inspect(result.run_id)
+    assert trace.final_state is result.status
+    assert trace.stop_reason is result.stop_reason
+    assert trace.steps == result.steps
+    assert trace.token_usage == result.token_usage
+    assert trace.token_accounting_available is result.token_accounting_available
+    completed = next(e for e in trace.entries if e.event_type is EventType.TOOL_COMPLETED)
+    assert "echo" in completed.summary
+    assert "echo 7" in completed.summary
+    text = trace.to_text()
+    assert f"Run {result.run_id}" in text
+    assert "30 in / 5 out (35 total)" in text
