@@ -9,6 +9,7 @@ import re
 import sys
 import types
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -36,7 +37,7 @@ KNOWN_ANSWERS = [
     ),
 ]
 
-CONVERSATION = [
+CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are careful."},
     {"role": "assistant", "content": "Ready."},
     {"role": "user", "content": "List files"},
@@ -97,7 +98,7 @@ def test_annotate_marks_last_block_of_list_content() -> None:
     annotated = annotate_anthropic_messages(CONVERSATION, CacheBreakpoints(prefix=4, tail=0))
     assert _marked(annotated) == [3]
     assert annotated[3]["content"][0]["text"] == "Calling ls"
-    assert "cache_control" not in CONVERSATION[3]["content"][0]  # type: ignore[index]
+    assert "cache_control" not in CONVERSATION[3]["content"][0]
 
 
 def test_annotate_caps_breakpoints_at_four_and_skips_empty_content() -> None:
@@ -191,7 +192,7 @@ def fake_native() -> Iterator[types.SimpleNamespace]:
     finally:
         del sys.modules["avo_native"]
         importlib.reload(_native)
-        assert prompt_cache._native is _native
+        assert getattr(prompt_cache, "_native") is _native  # noqa: B009
 
 
 def test_native_path_is_used_and_identical(fake_native: types.SimpleNamespace) -> None:
@@ -214,7 +215,7 @@ def test_native_type_and_value_errors_fall_back(
     assert key == f"avo:r:2:{cache_key_hash('r', 2, _canon(CONVERSATION))[:16]}"
 
 
-def _canon(messages: list[dict[str, object]]) -> list[str]:
+def _canon(messages: list[dict[str, Any]]) -> list[str]:
     return [canonical_message_json(m) for m in messages]
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -301,7 +302,9 @@ def _cut(text: str, cuts: list[int]) -> list[str]:
     return pieces
 
 
-def _rechunk(chunks: list[ModelChunk], draw: st.DrawFn) -> list[ModelChunk]:
+def _rechunk(
+    chunks: list[ModelChunk], draw: Callable[[st.SearchStrategy[Any]], Any]
+) -> list[ModelChunk]:
     """Re-split chunks arbitrarily, the way a vendor stream might arrive."""
     out: list[ModelChunk] = []
     for chunk in chunks:
