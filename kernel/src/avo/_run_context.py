@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -30,6 +31,12 @@ class _RunContext:
     last_input_tokens: int = 0
     pending_response: ModelResponse | None = None
     pending_call: ToolCall | None = None
+
+    policy_json: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.policy_json:
+            self.policy_json = self.policy.model_dump(mode="json")
 
     @property
     def run_id(self) -> str:

@@ -16,7 +16,7 @@ class CircuitState(StrEnum):
     HALF_OPEN = "half_open"
 
 
-class BreakerOpen(Exception):  # noqa: N818 - name fixed by the reference
+class BreakerOpen(Exception):
     """Raised by ``allow()`` while the breaker refuses calls."""
 
     def __init__(self, state: CircuitState, retry_after_seconds: float) -> None:
@@ -93,7 +93,8 @@ class CircuitBreaker:
     def record_failure(self) -> None:
         """Count a failure; open at the threshold or on a failed half-open probe."""
         self._failures += 1
-        if self._state is CircuitState.HALF_OPEN or self._failures >= self._policy.failure_threshold:
+        threshold = self._policy.failure_threshold
+        if self._state is CircuitState.HALF_OPEN or self._failures >= threshold:
             self._state = CircuitState.OPEN
             self._opened_at = self._clock()
 

@@ -56,6 +56,8 @@ TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(
     }
 )
 
+_STATE_BY_VALUE: dict[str, RunState] = {state.value: state for state in RunState}
+
 TERMINAL_EVENT_FOR_STATE: dict[RunState, EventType] = {
     RunState.COMPLETED: EventType.RUN_COMPLETED,
     RunState.FAILED: EventType.RUN_FAILED,
@@ -122,7 +124,7 @@ class RunLogState:
         if kind is EventType.RUN_CREATED:
             self.created = True
         elif kind is EventType.STATE_CHANGED:
-            self.state = RunState(str(event.payload["to_state"]))
+            self.state = _STATE_BY_VALUE[str(event.payload["to_state"])]
         elif kind is EventType.MODEL_RESPONDED:
             self.model_responded = True
         elif kind is EventType.TOOL_STARTED:
@@ -175,11 +177,14 @@ def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
 
 
 def _check_state_changed(state: RunLogState, payload: dict[str, JsonValue]) -> None:
-    try:
-        source = RunState(str(payload.get("from_state")))
-        target = RunState(str(payload.get("to_state")))
-    except ValueError as exc:
-        raise _fail(state, f"state_changed payload has an unknown state: {exc}") from None
+    source = _STATE_BY_VALUE.get(str(payload.get("from_state")))
+    target = _STATE_BY_VALUE.get(str(payload.get("to_state")))
+    if source is None or target is None:
+        raise _fail(
+            state,
+            f"state_changed payload needs known from_state/to_state, got "
+            f"{payload.get('from_state')!r} -> {payload.get('to_state')!r}",
+        )
     if source is not state.state:
         raise _fail(
             state,

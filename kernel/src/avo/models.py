@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -13,8 +13,35 @@ from avo.state import RunState, StopReason, validate_terminal_outcome
 
 
 def new_id() -> str:
-    """Return a fresh UUID4 string."""
-    return str(uuid.uuid4())
+    """Return a fresh UUID4 string (random, RFC 4122 version 4)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_M = TypeVar("_M", bound=BaseModel)
+_set = object.__setattr__
+
+
+def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
+    """Build ``cls`` from values that are already valid, skipping validation.
+
+    Internal fast path for the run loop: every field must be given. Use the
+    normal constructor for anything that comes from outside the kernel.
+    """
+    obj = cls.__new__(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+def replaced(model: _M, **updates: Any) -> _M:
+    """A copy of a trusted model with ``updates`` applied, skipping validation."""
+    return trusted(type(model), {**model.__dict__, **updates})
 
 
 def utc_now() -> datetime:

@@ -30,6 +30,7 @@ from avo.models import (
     ToolCall,
     ToolResult,
     new_id,
+    replaced,
     utc_now,
 )
 from avo.policies import LoopPolicy
@@ -150,7 +151,7 @@ class AgentRuntime:
             )
             validate_event_append(ctx.log, event)
             ctx.run = await self.event_store.create_run(run, event)
-            stored = event.model_copy(update={"sequence": 1})
+            stored = replaced(event, sequence=1)
             ctx.log.apply(stored)
             self._start_breaker()
             if self._plugins is not None:
@@ -194,7 +195,7 @@ class AgentRuntime:
             restore_provider(self, run_id, cp.provider_metadata)
             ctx = self._context_from_checkpoint(run, log, cp)
             target = self._recover_result_after_checkpoint(ctx, cp, events)
-            ctx.run = ctx.run.model_copy(update={"state": log.state})
+            ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:
                 if log.state is not RunState.PAUSED:
                     await transition(self, ctx, RunState.PAUSED)

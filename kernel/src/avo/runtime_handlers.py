@@ -19,7 +19,7 @@ from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
 from avo.hooks import HookContext, HookEvent
-from avo.models import ModelRequest, ModelResponse, ToolResult, utc_now
+from avo.models import ModelRequest, ModelResponse, ToolResult, trusted, utc_now
 from avo.runtime_persistence import (
     append,
     append_with_run,
@@ -96,14 +96,17 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         except BreakerOpen as exc:
             await handle_provider_error(rt, ctx, ProviderError(str(exc), retryable=False))
             return
-    request = ModelRequest.model_construct(
-        request_id=f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}",
-        run_id=ctx.run_id,
-        step=ctx.next_step,
-        messages=list(ctx.messages),
-        tools=rt._tool_metadata,
-        cache=False,
-        cache_prefix_messages=None,
+    request = trusted(
+        ModelRequest,
+        {
+            "request_id": f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}",
+            "run_id": ctx.run_id,
+            "step": ctx.next_step,
+            "messages": list(ctx.messages),
+            "tools": rt._tool_metadata,
+            "cache": False,
+            "cache_prefix_messages": None,
+        },
     )
     _bind_event_sink(rt, ctx)
     started = time.perf_counter()

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 from avo._run_context import _RunContext
 from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
 from avo.exceptions import UnsafeResumeError
-from avo.models import Checkpoint, RunResult, ToolCall, ToolResult, new_id
+from avo.models import Checkpoint, RunResult, ToolCall, ToolResult, new_id, replaced, trusted
 from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
 
 if TYPE_CHECKING:
@@ -29,14 +29,17 @@ def _event(
     rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
 ) -> AgentEvent:
     # Built from already-validated values: skip re-validating the payload.
-    return AgentEvent.model_construct(
-        event_id=new_id(),
-        run_id=ctx.run_id,
-        sequence=0,
-        event_type=kind,
-        created_at=rt.clock(),
-        payload=payload,
-        parent_event_id=None,
+    return trusted(
+        AgentEvent,
+        {
+            "event_id": new_id(),
+            "run_id": ctx.run_id,
+            "sequence": 0,
+            "event_type": kind,
+            "created_at": rt.clock(),
+            "payload": payload,
+            "parent_event_id": None,
+        },
     )
 
 
@@ -73,7 +76,7 @@ async def append_with_run(
     """Validate and append one event and update the run head in one store write."""
     event = _event(rt, ctx, kind, payload)
     validate_event_append(ctx.log, event)
-    run = ctx.run.model_copy(update={**run_updates, "updated_at": rt.clock()})
+    run = replaced(ctx.run, **run_updates, updated_at=rt.clock())
     stored, run = await rt.event_store.append_event_and_update_run(event, run)
     ctx.run = run
     ctx.log.apply(stored)
@@ -121,26 +124,29 @@ def restore_provider(rt: AgentRuntime, run_id: str, state: dict[str, JsonValue])
 def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
     """A full checkpoint of ``ctx`` (built from validated values, not re-validated)."""
     detector = ctx.detector
-    return Checkpoint.model_construct(
-        checkpoint_id=new_id(),
-        run_id=ctx.run_id,
-        created_at=rt.clock(),
-        state=ctx.state,
-        messages=list(ctx.messages),
-        next_step=ctx.next_step,
-        token_usage=ctx.run.token_usage,
-        token_accounting_available=ctx.run.token_accounting_available,
-        consecutive_errors=ctx.consecutive_errors,
-        repeated_action_history=list(detector.action_history),
-        observation_fingerprints=list(detector.observation_history),
-        model_response_fingerprints=list(detector.model_history),
-        progress_markers=list(detector.progress_markers),
-        completed_tool_call_ids=set(ctx.completed_tool_call_ids),
-        user_state=dict(ctx.run.user_state),
-        policy=ctx.policy.model_dump(mode="json"),
-        provider_metadata=provider_snapshot(rt),
-        pending_response=ctx.pending_response,
-        last_event_sequence=ctx.log.last_sequence + 1,
+    return trusted(
+        Checkpoint,
+        {
+            "checkpoint_id": new_id(),
+            "run_id": ctx.run_id,
+            "created_at": rt.clock(),
+            "state": ctx.state,
+            "messages": list(ctx.messages),
+            "next_step": ctx.next_step,
+            "token_usage": ctx.run.token_usage,
+            "token_accounting_available": ctx.run.token_accounting_available,
+            "consecutive_errors": ctx.consecutive_errors,
+            "repeated_action_history": list(detector.action_history),
+            "observation_fingerprints": list(detector.observation_history),
+            "model_response_fingerprints": list(detector.model_history),
+            "progress_markers": list(detector.progress_markers),
+            "completed_tool_call_ids": set(ctx.completed_tool_call_ids),
+            "user_state": dict(ctx.run.user_state),
+            "policy": ctx.policy_json,
+            "provider_metadata": provider_snapshot(rt),
+            "pending_response": ctx.pending_response,
+            "last_event_sequence": ctx.log.last_sequence + 1,
+        },
     )
 
 
@@ -263,15 +269,14 @@ async def terminate(
     validate_transition(ctx.state, state)
     await checkpoint(rt, ctx)
     now = rt.clock()
-    run = ctx.run.model_copy(
-        update={
-            "state": state,
-            "stop_reason": reason,
-            "output": output,
-            "error": error,
-            "updated_at": now,
-            "duration_seconds": max(0.0, (now - ctx.run.created_at).total_seconds()),
-        }
+    run = replaced(
+        ctx.run,
+        state=state,
+        stop_reason=reason,
+        output=output,
+        error=error,
+        updated_at=now,
+        duration_seconds=max(0.0, (now - ctx.run.created_at).total_seconds()),
     )
     state_event = _event(
         rt, ctx, EventType.STATE_CHANGED, {"from_state": ctx.state.value, "to_state": state.value}
@@ -307,7 +312,7 @@ async def terminate(
 def result_of(ctx: _RunContext) -> RunResult:
     """The RunResult for the run's current head."""
     run = ctx.run
-    return RunResult.model_construct(
+    return RunResult(
         run_id=run.run_id,
         status=run.state,
         stop_reason=run.stop_reason,

@@ -38,13 +38,24 @@ def _script_item_from_json(data: Any) -> ScriptItem:
 
 
 class FakeProvider:
-    """Returns scripted responses in order; scripted exceptions are raised."""
+    """Returns scripted responses in order; scripted exceptions are raised.
+
+    Every request is kept in ``requests`` for assertions; pass
+    ``record_requests=False`` for long runs (each request holds the transcript).
+    """
 
     name = "fake"
     model = "fake"
 
-    def __init__(self, responses: Sequence[ScriptItem], *, repeat_last: bool = False) -> None:
+    def __init__(
+        self,
+        responses: Sequence[ScriptItem],
+        *,
+        repeat_last: bool = False,
+        record_requests: bool = True,
+    ) -> None:
         self._script: list[ScriptItem] = list(responses)
+        self.record_requests = record_requests
         self.repeat_last = repeat_last
         self.cursor = 0
         self.requests: list[ModelRequest] = []
@@ -64,7 +75,8 @@ class FakeProvider:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Return the next scripted response (usage defaults to TokenUsage())."""
-        self.requests.append(request)
+        if self.record_requests:
+            self.requests.append(request)
         item = self._next_item()
         if isinstance(item, Exception):
             raise item

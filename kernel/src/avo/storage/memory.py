@@ -6,7 +6,7 @@ from types import TracebackType
 
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
-from avo.models import Checkpoint, RunRecord
+from avo.models import Checkpoint, RunRecord, replaced
 from avo.state import is_terminal
 
 
@@ -45,7 +45,7 @@ class InMemoryEventStore:
         for event in events:
             validate_event_append(scratch, event)
             sequence += 1
-            stored = event.model_copy(update={"sequence": sequence})
+            stored = replaced(event, sequence=sequence)
             if scratch is not log:
                 scratch.apply(stored)
             staged.append(stored)
@@ -81,7 +81,7 @@ class InMemoryEventStore:
         self._events[run.run_id] = []
         self._logs[run.run_id] = log
         self._order.append(run.run_id)
-        self._commit(log, [event.model_copy(update={"sequence": 1})])
+        self._commit(log, [replaced(event, sequence=1)])
         return run
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:

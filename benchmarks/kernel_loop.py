@@ -1,0 +1,116 @@
+"""Kernel loop benchmark: the fake-model tool loop on the in-memory store.
+
+N tool calls with distinct arguments, then a final answer, for N = 20, 200 and
+2,000. Prints per-step time, early- vs late-step time and peak memory. Target:
+under 300 µs per step and flat as the run grows (2,000 vs 20 within 1.5x).
+
+Run: python benchmarks/kernel_loop.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import statistics
+import sys
+import time
+import tracemalloc
+
+from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
+from avo.models import ToolCall
+from avo.storage.memory import InMemoryEventStore
+from pydantic import BaseModel
+
+
+class EchoArgs(BaseModel):
+    """Arguments of the benchmark tool."""
+
+    n: int
+
+
+def _script(n: int) -> list[ModelResponse]:
+    calls = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(n)]
+    return [*calls, ModelResponse(content="done")]
+
+
+class _TimedStore(InMemoryEventStore):
+    """Records the time of every checkpoint, i.e. one mark per loop step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: list[float] = []
+
+    async def save_checkpoint(self, checkpoint, event):  # type: ignore[no-untyped-def]
+        self.marks.append(time.perf_counter())
+        return await super().save_checkpoint(checkpoint, event)
+
+
+async def _one(n: int, *, trace_memory: bool = False) -> dict[str, float]:
+    store = _TimedStore()
+    tool = FunctionTool(
+        name="echo", description="echo n", arguments_model=EchoArgs, function=lambda a: {"n": a.n}
+    )
+    runtime = AgentRuntime(
+        provider=FakeProvider(_script(n), record_requests=False),
+        tools=[tool],
+        policy=LoopPolicy(
+            max_steps=n + 5,
+            max_runtime_seconds=None,
+            repeated_action_limit=n + 5,
+            no_progress_window=n + 5,
+        ),
+        event_store=store,
+    )
+    gc.collect()
+    if trace_memory:
+        tracemalloc.start()
+    started = time.perf_counter()
+    result = await runtime.run("benchmark")
+    elapsed = time.perf_counter() - started
+    peak = 0.0
+    if trace_memory:
+        peak = tracemalloc.get_traced_memory()[1] / 1e6
+        tracemalloc.stop()
+    assert result.status.value == "completed", result
+    # one tool step = the interval between successive post-tool checkpoints
+    marks = store.marks[2::2]
+    deltas = [b - a for a, b in itertools.pairwise(marks)]
+    tenth = max(1, len(deltas) // 10)
+    return {
+        "steps": n + 1,
+        "per_step_us": elapsed / (n + 1) * 1e6,
+        "early_us": statistics.median(deltas[:tenth]) * 1e6 if deltas else 0.0,
+        "late_us": statistics.median(deltas[-tenth:]) * 1e6 if deltas else 0.0,
+        "peak_mb": peak,
+    }
+
+
+async def main(quick: bool) -> None:
+    sizes = [20, 200] if quick else [20, 200, 2000]
+    await _one(20)  # warm up imports and caches
+    rows = {}
+    for n in sizes:
+        runs = [await _one(n) for _ in range(3 if n < 2000 else 2)]
+        best = min(runs, key=lambda r: r["per_step_us"])
+        best["peak_mb"] = (await _one(n, trace_memory=True))["peak_mb"]
+        rows[n] = best
+    print("kernel_loop: fake-model tool loop, in-memory store (best of runs)")
+    print(f"{'N':>6} {'per step µs':>12} {'early µs':>10} {'late µs':>10} {'peak MB':>8}")
+    for n, r in rows.items():
+        print(
+            f"{n:>6} {r['per_step_us']:>12.1f} {r['early_us']:>10.1f} {r['late_us']:>10.1f} "
+            f"{r['peak_mb']:>8.2f}"
+        )
+    largest = rows[sizes[-1]]
+    print(
+        f"ratio per-step N={sizes[-1]} / N=20: "
+        f"{largest['per_step_us'] / rows[20]['per_step_us']:.2f}x (target <= 1.5x)"
+    )
+    print(
+        f"ratio late/early step at N={sizes[-1]}: {largest['late_us'] / largest['early_us']:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main("--quick" in sys.argv))
