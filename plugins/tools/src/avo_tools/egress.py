@@ -13,9 +13,10 @@ raises :class:`~avo_tools.errors.EgressDeniedError`. Every redirect hop is
 checked again before it is followed, and on a cross-origin redirect every
 caller-supplied header except ``User-Agent`` is dropped.
 
-Known gap (documented, as in the Robota design): the TCP connection is not
-pinned to the address that was validated, so resolve-then-check per hop
-narrows the DNS-rebinding window rather than closing it.
+The connection is pinned to the address that was validated: the request goes
+to the checked IP with the original ``Host`` header (and, for https, the
+original name as TLS SNI / certificate hostname), so a DNS answer that changes
+between the check and the connect (rebinding) cannot redirect it.
 """
 
 from __future__ import annotations
@@ -169,9 +170,10 @@ def _networks(items: Iterable[str]) -> tuple[IPNetwork, ...]:
 class EgressPolicy:
     """Which outbound URLs are allowed. Defaults refuse everything non-public.
 
-    ``allow_networks`` explicitly allows listed addresses/networks (for a test
-    server on one loopback address, or an internal mirror) — nothing else
-    private is ever allowed.
+    ``allow_networks`` explicitly allows listed addresses/networks when the URL
+    spells the address literally (a test server on one loopback address, an
+    internal mirror by IP). It never applies to hostnames: a name resolving
+    into private space is exactly the DNS-rebinding attack, so it stays refused.
     """
 
     resolver: Resolver = system_resolver
@@ -226,7 +228,7 @@ class EgressPolicy:
             address = parse_host_address(answer)
             if address is None:
                 return EgressDecision(url, False, f"{host!r} resolved to a non-address {answer!r}")
-            reason = self._address_reason(address)
+            reason = classify_address(address)
             if reason is not None:
                 return EgressDecision(
                     url, False, f"{host!r} resolves to {answer}, which is {reason}"
@@ -246,6 +248,19 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     scheme = parts.scheme.lower()
     port = parts.port or (443 if scheme == "https" else 80)
     return scheme, (parts.hostname or "").lower(), port
+
+
+def _pin(url: str, address: str) -> tuple[str, str, dict[str, Any]]:
+    """``url`` rewritten to connect to ``address``; the Host header; TLS extensions."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    literal = f"[{address}]" if ":" in address else address
+    netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+    host_header = parts.netloc.rsplit("@", 1)[-1]
+    extensions: dict[str, Any] = {}
+    if parts.scheme.lower() == "https" and parse_host_address(host) is None:
+        extensions["sni_hostname"] = host
+    return parts._replace(netloc=netloc).geturl(), host_header, extensions
 
 
 @dataclass(frozen=True)
@@ -280,8 +295,12 @@ async def fetch(
         follow_redirects=False, trust_env=False, timeout=timeout_seconds, transport=transport
     ) as client:
         for _ in range(policy.max_redirects + 1):
-            await policy.require(current)
-            async with client.stream("GET", current, headers=request_headers) as response:
+            decision = await policy.require(current)
+            pinned, host_header, extensions = _pin(current, decision.addresses[0])
+            pinned_headers = {**request_headers, "Host": host_header}
+            async with client.stream(
+                "GET", pinned, headers=pinned_headers, extensions=extensions
+            ) as response:
                 location = response.headers.get("location")
                 if response.is_redirect and location:
                     target = urljoin(current, location)

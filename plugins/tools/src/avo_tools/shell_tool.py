@@ -82,9 +82,7 @@ class TestRunnerArguments(BaseModel):
     max_failures: int = Field(default=5, ge=1, le=50)
 
 
-async def _sandboxed(
-    tool: str, command: str, limit: float | None = None
-) -> tuple[Workspace, Any]:
+async def _sandboxed(tool: str, command: str, limit: float | None = None) -> tuple[Workspace, Any]:
     executor = current_sandbox(tool)
     workspace = current_workspace(tool)
     result = await executor.run(command, workspace_dir=workspace.root, timeout_seconds=limit)
