@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 from avo.exceptions import ToolExecutionError
@@ -116,8 +117,8 @@ def test_loose_ipv4_spellings() -> None:
 
 # ------------------------------------------------------------ loopback servers
 class _Recorder(BaseHTTPRequestHandler):
-    routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
-    seen: list[dict[str, str]] = []
+    routes: ClassVar[dict[str, tuple[int, dict[str, str], bytes]]] = {}
+    seen: ClassVar[list[dict[str, str]]] = []
 
     def do_GET(self) -> None:
         self.seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})

@@ -173,7 +173,7 @@ def git_commit_tool() -> FunctionTool[GitCommitArguments]:
     """Commit workspace changes with a Conventional Commits message."""
     return build_tool(
         name="git_commit",
-        description="Stage (all or the given paths) and commit with a Conventional Commits message.",
+        description="Stage all (or the given) paths and commit with a Conventional Commit.",
         arguments_model=GitCommitArguments,
         function=_git_commit,
         risk=ToolRisk.MODIFY,

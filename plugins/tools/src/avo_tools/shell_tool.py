@@ -19,10 +19,11 @@ from typing import Any, Protocol
 
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
+from pydantic import BaseModel, ConfigDict, Field
+
 from avo_tools._build import build_tool
 from avo_tools.errors import SandboxNotBoundError
 from avo_tools.workspace import Workspace, current_workspace
-from pydantic import BaseModel, ConfigDict, Field
 
 
 class SandboxRunner(Protocol):
