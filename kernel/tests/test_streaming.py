@@ -436,3 +436,35 @@ async def test_collect_stream_over_fake_provider_equals_generate() -> None:
         streamed = await collect_stream(streamed_provider, _request())
         generated = await plain_provider.generate(_request())
         assert streamed == generated
+
+
+async def test_runtime_streaming_records_the_same_responses_as_generate() -> None:
+    from avo.events import EventType
+    from avo.policies import LoopPolicy
+    from avo.providers.fake import FakeProvider
+    from avo.runtime import AgentRuntime
+
+    script = [
+        ModelResponse(tool_call=ToolCall(name="missing_tool", arguments={"q": "x"})),
+        ModelResponse(content="final answer", usage=TokenUsage(input_tokens=5, output_tokens=2)),
+    ]
+
+    async def run(stream: bool) -> tuple[list[object], list[str]]:
+        seen: list[str] = []
+        runtime = AgentRuntime(
+            provider=FakeProvider(script),
+            tools=[],
+            policy=LoopPolicy(max_steps=5),
+            stream_callback=seen.append if stream else None,
+        )
+        result = await runtime.run("go")
+        events = await runtime.event_store.get_events(result.run_id)
+        responses = [
+            e.payload["response"] for e in events if e.event_type is EventType.MODEL_RESPONDED
+        ]
+        return responses, seen
+
+    streamed, pieces = await run(stream=True)
+    generated, _ = await run(stream=False)
+    assert streamed == generated
+    assert "".join(pieces) == "final answer"
