@@ -449,7 +449,7 @@ async def test_runtime_streaming_records_the_same_responses_as_generate() -> Non
         ModelResponse(content="final answer", usage=TokenUsage(input_tokens=5, output_tokens=2)),
     ]
 
-    async def run(stream: bool) -> tuple[list[object], list[str]]:
+    async def run(stream: bool) -> tuple[list[Any], list[str]]:
         seen: list[str] = []
         runtime = AgentRuntime(
             provider=FakeProvider(script),
