@@ -113,7 +113,7 @@ def _content_and_split(draw: st.DrawFn) -> tuple[str, list[str]]:
     return content, pieces
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_content_and_split())
 def test_parser_over_any_split_equals_split_thinking(case: tuple[str, list[str]]) -> None:
     content, pieces = case
@@ -330,7 +330,7 @@ def _rechunk(
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_RESPONSES, st.data())
 def test_round_trip_under_any_rechunking(response: ModelResponse, data: st.DataObject) -> None:
     chunks = _rechunk(response_to_chunks(response), data.draw)
