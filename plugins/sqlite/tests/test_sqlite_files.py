@@ -1,0 +1,136 @@
+"""Opening files that are not (or not yet) ours: clear StorageError, nothing altered."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from avo.exceptions import StorageError
+from avo.testing.stores import start_run
+from avo_sqlite import SQLiteEventStore
+from avo_sqlite._schema import APPLICATION_ID, SCHEMA_VERSION
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _siblings(path: Path) -> set[str]:
+    return {p.name for p in path.parent.iterdir()}
+
+
+def _refuses(path: Path, *fragments: str) -> None:
+    before, names = _digest(path), _siblings(path)
+    with pytest.raises(StorageError) as info:
+        SQLiteEventStore(path)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+    assert _digest(path) == before
+    assert _siblings(path) <= names | {path.name + "-journal"}
+
+
+def test_a_text_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes, not a database\n")
+    _refuses(path, "is not a SQLite database", str(path))
+
+
+def test_a_corrupt_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, record TEXT)")
+    conn.executemany("INSERT INTO runs VALUES (?, ?)", [(str(i), "x" * 500) for i in range(200)])
+    conn.commit()
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # wreck the schema page after the header
+    path.write_bytes(bytes(data))
+    _refuses(path, "corrupt")
+
+
+def test_a_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO customers (name) VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    _refuses(path, "another application", "customers")
+    rows = sqlite3.connect(path).execute("SELECT name FROM customers").fetchall()
+    assert rows == [("ada",)]
+
+
+def test_a_foreign_application_id_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 1234")
+    conn.execute("CREATE TABLE runs (x)")
+    conn.commit()
+    conn.close()
+    _refuses(path, "another application", "application_id 1234")
+
+
+async def test_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path) as store:
+        run_id = await start_run(store)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    _refuses(path, f"schema version {SCHEMA_VERSION + 1}", "upgrade avo-sqlite")
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.close()
+    async with SQLiteEventStore(path) as store:
+        assert len(await store.get_events(run_id)) == 4
+
+
+async def test_a_new_file_gets_identity_version_and_wal(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.db"
+    async with SQLiteEventStore(path):
+        pass
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_missing_directory_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="does not exist"):
+        SQLiteEventStore(tmp_path / "nope" / "avo.db")
+
+
+def test_bad_synchronous_mode_names_the_choices(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="NORMAL, FULL"):
+        SQLiteEventStore(tmp_path / "avo.db", synchronous="sometimes")
+
+
+async def test_closed_store_says_so(tmp_path: Path) -> None:
+    store = SQLiteEventStore(tmp_path / "avo.db")
+    await store.close()
+    await store.close()
+    with pytest.raises(StorageError, match="closed"):
+        await store.list_runs()
+
+
+async def test_sqlite_url_and_plugin_factory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from avo_sqlite.plugin import sqlite as plugin
+
+    (spec,) = plugin.specs
+    assert spec.name == "sqlite" and spec.schemes == ("sqlite",)
+    assert ".db" in spec.suffixes
+    monkeypatch.chdir(tmp_path)
+    store = spec.factory("sqlite:///rel.db", {"synchronous": "FULL"})
+    try:
+        await start_run(store)
+    finally:
+        await store.close()
+    assert (tmp_path / "rel.db").exists()
+    absolute = tmp_path / "abs.db"
+    store = spec.factory(f"sqlite:///{absolute}", {})
+    await store.close()
+    assert absolute.exists()
