@@ -1,0 +1,178 @@
+"""``avo mcp add|list|remove`` and ``avo serve-mcp`` (reference §14, §14.1)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from avo_mcp.config import (
+    McpCliError,
+    default_config_path,
+    load_servers,
+    looks_secret,
+    save_servers,
+    validate_name,
+)
+
+# ------------------------------------------------------------------ serve-mcp
+
+
+def configure_serve(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``avo serve-mcp``."""
+    parser.add_argument(
+        "--workspace-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="workspace the file tools and avo://workspace/ resources are bound to "
+        "(default: the current directory)",
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Serve the default tool registry over MCP stdio until stdin closes."""
+    from avo_mcp.registry import build_default_registry
+    from avo_mcp.server import AvoMcpServer
+
+    root = (args.workspace_root or Path.cwd()).expanduser()
+    if not root.is_dir():
+        raise McpCliError(f"--workspace-root {root} is not a directory; pass an existing directory")
+    from avo_mcp import __version__
+
+    server = AvoMcpServer(
+        build_default_registry(),
+        server_version=__version__,
+        workspace_root=root,
+        environ=getattr(args, "avo_environ", None),
+    )
+    server.serve_stdio()
+    return 0
+
+
+# ------------------------------------------------------------------------ mcp
+
+
+def configure_mcp(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``avo mcp``."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="server list to edit (default: ~/.avo/mcp.json)",
+    )
+    sub = parser.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+    add = sub.add_parser("add", help="add (or replace) an MCP server")
+    add.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="environment for it"
+    )
+    add.add_argument("name", help="server name ([A-Za-z0-9_.-]+)")
+    add.add_argument(
+        "server_command", nargs=argparse.REMAINDER, metavar="command", help="argv to start it"
+    )
+    sub.add_parser("list", help="list configured MCP servers (secrets masked)")
+    remove = sub.add_parser("remove", help="remove an MCP server")
+    remove.add_argument("name")
+    remove.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+
+def _split_env_and_command(env: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
+    """Move ``--env K=V`` that argparse left in the trailing argv back into ``env``.
+
+    argparse cannot interleave ``--env`` options with a variadic trailing command,
+    so ``avo mcp add NAME --env K=V cmd ...`` leaves them at the head of the
+    command; this makes both orders mean the same. ``--`` ends the options.
+    """
+    env = list(env)
+    rest = list(rest)
+    while rest:
+        head = rest[0]
+        if head == "--":
+            rest.pop(0)
+            break
+        if head == "--env" and len(rest) > 1:
+            env.append(rest[1])
+            del rest[:2]
+        elif head.startswith("--env="):
+            env.append(head.split("=", 1)[1])
+            rest.pop(0)
+        else:
+            break
+    return env, rest
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise McpCliError(f"--env expects KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def _mask(env: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={'***' if looks_secret(k) else v}" for k, v in sorted(env.items()))
+
+
+def run_mcp(
+    args: argparse.Namespace,
+    *,
+    stdout: TextIO | None = None,
+    input_fn: Callable[[str], str] | None = None,
+) -> int:
+    """Dispatch ``avo mcp`` subcommands."""
+    out = stdout or sys.stdout
+    path = args.config or default_config_path(getattr(args, "avo_environ", None))
+    servers = load_servers(path)
+    if args.mcp_command == "add":
+        name = validate_name(args.name)
+        env_pairs, command = _split_env_and_command(args.env, args.server_command)
+        if not command:
+            raise McpCliError(
+                f"avo mcp add {name}: give the command that starts the server, "
+                "e.g. avo mcp add fs npx -y @modelcontextprotocol/server-filesystem ."
+            )
+        entry: dict[str, Any] = {"command": command, "env": _parse_env(env_pairs)}
+        replaced = name in servers
+        servers[name] = entry
+        save_servers(servers, path)
+        print(f"{'updated' if replaced else 'added'} MCP server {name} in {path}", file=out)
+        return 0
+    if args.mcp_command == "list":
+        if not servers:
+            print(f"no MCP servers configured in {path}; add one with `avo mcp add`", file=out)
+            return 0
+        width = max(len("NAME"), *(len(n) for n in servers))
+        print(f"{'NAME':<{width}}  COMMAND", file=out)
+        for name, entry in sorted(servers.items()):
+            line = f"{name:<{width}}  {' '.join(entry['command'])}"
+            if entry["env"]:
+                line += f"  [env: {_mask(entry['env'])}]"
+            print(line, file=out)
+        return 0
+    if args.mcp_command == "remove":
+        name = args.name
+        if name not in servers:
+            known = ", ".join(sorted(servers)) or "none"
+            raise McpCliError(f"no MCP server named {name!r} in {path} (configured: {known})")
+        if not args.yes:
+            ask = input_fn or input
+            try:
+                answer = ask(f"Remove MCP server {name!r}? [y/N] ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                print("aborted; nothing removed", file=out)
+                return 1
+        del servers[name]
+        save_servers(servers, path)
+        print(f"removed MCP server {name} from {path}", file=out)
+        return 0
+    raise McpCliError(f"unknown avo mcp subcommand {args.mcp_command!r}")  # pragma: no cover
+
+
+__all__ = ["configure_mcp", "configure_serve", "run_mcp", "run_serve"]

@@ -1,0 +1,162 @@
+"""``~/.avo/mcp.json``: the MCP servers avo starts (reference §14.1).
+
+The file is a JSON object ``{name: {"command": [...], "env": {...}}}`` — the
+shape of Claude Code's ``.mcp.json`` server entries. ``${VAR}`` references in
+the command and env values are expanded from an injectable ``environ`` when a
+server is started, never when it is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from avo.exceptions import AvoError
+
+from avo_mcp.client import MCPServer
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+ServerEntry = dict[str, Any]
+
+
+class McpCliError(AvoError):
+    """A bad ``avo mcp`` request or an unreadable ``mcp.json``."""
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``~/.avo/mcp.json`` (``HOME`` from ``environ`` when given)."""
+    home = (environ or {}).get("HOME")
+    return (Path(home) if home else Path.home()) / ".avo" / "mcp.json"
+
+
+MCP_CONFIG_PATH = default_config_path()
+
+
+def looks_secret(key: str) -> bool:
+    """True for env keys whose values must not be printed (``*_TOKEN``, ``API_KEY``...)."""
+    upper = key.upper()
+    return any(marker in upper for marker in SECRET_MARKERS)
+
+
+def validate_name(name: str) -> str:
+    """Return ``name`` or raise McpCliError naming the allowed characters."""
+    if not NAME_PATTERN.fullmatch(name or ""):
+        raise McpCliError(
+            f"invalid MCP server name {name!r}: use letters, digits, '_', '.' and '-' only"
+        )
+    return name
+
+
+def _check_entry(name: str, entry: Any, path: Path) -> ServerEntry:
+    if not isinstance(entry, dict):
+        raise McpCliError(f"{path}: server {name!r} must be an object with a 'command' list")
+    command = entry.get("command")
+    if isinstance(command, str):  # Claude Code style: "command": "npx", "args": [...]
+        args = entry.get("args") or []
+        command = [command, *args]
+    if not (isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
+        raise McpCliError(f"{path}: server {name!r} needs a non-empty 'command' list of strings")
+    env = entry.get("env") or {}
+    if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise McpCliError(f"{path}: server {name!r} has an 'env' that is not string to string")
+    return {"command": list(command), "env": dict(env)}
+
+
+def load_servers(path: Path | str | None = None) -> dict[str, ServerEntry]:
+    """Every configured server by name; an absent file means none."""
+    config = Path(path) if path is not None else MCP_CONFIG_PATH
+    if not config.exists():
+        return {}
+    try:
+        data = json.loads(config.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError) as exc:
+        raise McpCliError(f"cannot read MCP config {config}: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
+        data = data["mcpServers"]
+    if not isinstance(data, dict):
+        raise McpCliError(f"{config}: expected a JSON object of servers by name")
+    return {name: _check_entry(name, entry, config) for name, entry in data.items()}
+
+
+def save_servers(servers: Mapping[str, ServerEntry], path: Path | str | None = None) -> Path:
+    """Write the server table atomically (0600: env values may hold secrets)."""
+    config = Path(path) if path is not None else MCP_CONFIG_PATH
+    config.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=config.parent, prefix=".mcp.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(dict(servers), handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, config)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return config
+
+
+def expand_vars(text: str, environ: Mapping[str, str]) -> str:
+    """Expand ``${VAR}`` / ``$VAR`` from ``environ``; unknown variables stay as written."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return environ.get(name, match.group(0))
+
+    return _VAR.sub(replace, text)
+
+
+def resolve_env(entry: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> ServerEntry:
+    """The entry with ``${VAR}`` expanded in its command and env values."""
+    env_source = os.environ if environ is None else environ
+    return {
+        "command": [expand_vars(part, env_source) for part in entry.get("command", [])],
+        "env": {k: expand_vars(v, env_source) for k, v in (entry.get("env") or {}).items()},
+    }
+
+
+def servers_from_config(
+    path: Path | str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    timeout_seconds: float | None = None,
+) -> list[MCPServer]:
+    """An unstarted :class:`MCPServer` per configured entry (what the REPL boots)."""
+    servers = []
+    for name, entry in load_servers(path).items():
+        resolved = resolve_env(entry, environ)
+        extra: dict[str, Any] = {}
+        if timeout_seconds is not None:
+            extra["timeout_seconds"] = timeout_seconds
+        servers.append(
+            MCPServer(
+                command=resolved["command"],
+                env=resolved["env"],
+                name=name,
+                environ=environ,
+                **extra,
+            )
+        )
+    return servers
+
+
+__all__ = [
+    "MCP_CONFIG_PATH",
+    "NAME_PATTERN",
+    "McpCliError",
+    "default_config_path",
+    "expand_vars",
+    "load_servers",
+    "looks_secret",
+    "resolve_env",
+    "save_servers",
+    "servers_from_config",
+    "validate_name",
+]

@@ -1,0 +1,402 @@
+"""Serve an avo ``ToolRegistry`` (and the workspace, as resources) over MCP stdio.
+
+:class:`AvoMcpServer` answers one JSON-RPC message at a time
+(:meth:`AvoMcpServer.handle`); :func:`serve_stdio_async` reads newline-delimited
+messages, runs each request as its own task (so ``ping`` and
+``notifications/cancelled`` work while a tool runs) and writes the answers.
+
+While serving the real stdio, fd 1 is pointed at stderr and the protocol is
+written to a private duplicate: a tool that prints, or a subprocess it starts,
+cannot corrupt the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from avo.models import ToolCall, ToolMetadata, ToolRisk
+from avo.tools import ToolRegistry
+
+from avo_mcp.framing import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    SERVER_NOT_INITIALIZED,
+    FramingError,
+    JsonDict,
+    decode_message,
+    encode_message,
+    error_response,
+    result_response,
+)
+from avo_mcp.resources import ResourceError, WorkspaceResources
+
+DEFAULT_PROTOCOL_VERSION = "2025-06-18"
+"""Answered when the client's initialize names no protocol version."""
+
+CAPABILITIES: JsonDict = {
+    "tools": {"listChanged": False},
+    "resources": {"subscribe": False, "listChanged": False},
+    "prompts": {"listChanged": False},
+    "logging": {},
+    "completions": {},
+}
+
+ReadFn = Callable[[], bytes | str]
+WriteFn = Callable[[str], Any]
+ToolContext = Callable[[], AbstractContextManager[Any]]
+
+
+def required_tool_names(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Tool names listed in ``AVO_TOOLS_REQUIRE_APPROVAL`` (comma/space/newline separated)."""
+    env = os.environ if environ is None else environ
+    return {name for name in re.split(r"[,\s]+", env.get("AVO_TOOLS_REQUIRE_APPROVAL", "")) if name}
+
+
+def tool_annotations(metadata: ToolMetadata, *, approval_required: set[str]) -> JsonDict:
+    """MCP annotations from the tool's declared risk class (``effective_risk``)."""
+    if metadata.effective_risk is ToolRisk.INSPECT:
+        annotations: JsonDict = {
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
+    else:  # MODIFY, EXECUTE, or undeclared (treated as EXECUTE)
+        annotations = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
+    if metadata.name in approval_required:
+        annotations.update(destructiveHint=True, openWorldHint=True)
+    return annotations
+
+
+def _tool_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False)
+
+
+class AvoMcpServer:
+    """An MCP server over an avo tool registry and an optional workspace root."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        server_name: str = "avo",
+        server_version: str = "0.1.7",
+        workspace_root: str | os.PathLike[str] | None = None,
+        tool_context: ToolContext | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.server_name = server_name
+        self.server_version = server_version
+        self.workspace_root = Path(workspace_root).resolve() if workspace_root else None
+        self.resources = WorkspaceResources(self.workspace_root) if self.workspace_root else None
+        self.tool_context = tool_context or _default_tool_context(self.workspace_root)
+        self.environ = environ
+        self.initialized = False
+        self.shut_down = False
+        self.protocol_version: str | None = None
+        self._in_flight: dict[Any, asyncio.Task[None]] = {}
+
+    # -------------------------------------------------------------- dispatch
+
+    async def handle(self, message: JsonDict) -> JsonDict | None:
+        """Answer one decoded message; None for notifications and responses."""
+        method = message.get("method")
+        if "id" not in message:
+            if method == "notifications/cancelled":
+                params = message.get("params") or {}
+                task = self._in_flight.get(params.get("requestId"))
+                if task is not None:
+                    task.cancel()
+            return None
+        request_id = message["id"]
+        if not isinstance(method, str):
+            if "result" in message or "error" in message:
+                return None  # a response to a request we never send
+            return error_response(request_id, INVALID_REQUEST, "request has no method")
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            return error_response(request_id, INVALID_PARAMS, "params must be an object")
+        gate = self._gate(method)
+        if gate is not None:
+            return error_response(request_id, SERVER_NOT_INITIALIZED, gate)
+        handler = self._HANDLERS.get(method)
+        if handler is None:
+            return error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+        try:
+            return result_response(request_id, await handler(self, params))
+        except ResourceError as exc:
+            return error_response(request_id, exc.code, str(exc))
+        except _InvalidParams as exc:
+            return error_response(request_id, INVALID_PARAMS, str(exc))
+        except Exception as exc:
+            return error_response(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _gate(self, method: str) -> str | None:
+        if method == "ping":
+            return None  # the MCP spec allows ping at any time
+        if self.shut_down:
+            return f"server has shut down; {method} refused"
+        if not self.initialized and method != "initialize":
+            return f"server not initialized; send initialize before {method}"
+        return None
+
+    async def _initialize(self, params: JsonDict) -> JsonDict:
+        requested = params.get("protocolVersion")
+        if requested is None:
+            version = DEFAULT_PROTOCOL_VERSION
+        elif requested in HANDSHAKE_PROTOCOL_VERSIONS:
+            version = requested
+        else:
+            version = HANDSHAKE_PROTOCOL_VERSIONS[-1]
+        self.protocol_version = version
+        self.initialized = True
+        return {
+            "protocolVersion": version,
+            "capabilities": json.loads(json.dumps(CAPABILITIES)),
+            "serverInfo": {"name": self.server_name, "version": self.server_version},
+        }
+
+    async def _ping(self, params: JsonDict) -> JsonDict:
+        return {}
+
+    async def _shutdown(self, params: JsonDict) -> JsonDict:
+        self.shut_down = True
+        return {}
+
+    async def _tools_list(self, params: JsonDict) -> JsonDict:
+        required = required_tool_names(self.environ)
+        return {
+            "tools": [
+                {
+                    "name": metadata.name,
+                    "description": metadata.description,
+                    "inputSchema": metadata.input_schema,
+                    "annotations": tool_annotations(metadata, approval_required=required),
+                }
+                for metadata in self.registry.metadata
+            ]
+        }
+
+    async def _tools_call(self, params: JsonDict) -> JsonDict:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise _InvalidParams("tools/call needs a tool name in params.name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise _InvalidParams(f"tools/call arguments for {name!r} must be an object")
+        call = ToolCall(name=name, arguments=arguments)
+        with self.tool_context():
+            # Per-call idempotency belongs to the MCP client: each call is fresh here.
+            result = await self.registry.invoke(call, completed_tool_call_ids=set())
+        if not result.success:
+            return {
+                "content": [{"type": "text", "text": result.error or "tool failed"}],
+                "isError": True,
+            }
+        answer: JsonDict = {
+            "content": [{"type": "text", "text": _tool_text(result.output)}],
+            "isError": False,
+        }
+        if isinstance(result.output, dict):
+            answer["structuredContent"] = result.output
+        return answer
+
+    async def _resources_list(self, params: JsonDict) -> JsonDict:
+        return {"resources": self.resources.list() if self.resources else []}
+
+    async def _resources_read(self, params: JsonDict) -> JsonDict:
+        if self.resources is None:
+            raise ResourceError(INVALID_PARAMS, "this server has no workspace resources")
+        return {"contents": self.resources.read(params.get("uri"))}  # type: ignore[arg-type]
+
+    async def _resources_templates(self, params: JsonDict) -> JsonDict:
+        return {"resourceTemplates": self.resources.templates() if self.resources else []}
+
+    async def _prompts_list(self, params: JsonDict) -> JsonDict:
+        return {"prompts": []}
+
+    async def _set_level(self, params: JsonDict) -> JsonDict:
+        return {}
+
+    async def _complete(self, params: JsonDict) -> JsonDict:
+        return {"completion": {"values": [], "hasMore": False}}
+
+    _HANDLERS: ClassVar[dict[str, Callable[[AvoMcpServer, JsonDict], Any]]] = {
+        "initialize": _initialize,
+        "ping": _ping,
+        "shutdown": _shutdown,
+        "tools/list": _tools_list,
+        "tools/call": _tools_call,
+        "resources/list": _resources_list,
+        "resources/read": _resources_read,
+        "resources/templates/list": _resources_templates,
+        "prompts/list": _prompts_list,
+        "logging/setLevel": _set_level,
+        "completion/complete": _complete,
+    }
+
+    # --------------------------------------------------------------- serving
+
+    async def serve(self, read_fn: ReadFn, write_fn: WriteFn) -> None:
+        """Read messages until end of input; each request runs as its own task."""
+
+        def write(message: JsonDict) -> None:
+            write_fn(encode_message(message).decode("utf-8"))
+
+        async def answer(message: JsonDict) -> None:
+            try:
+                reply = await self.handle(message)
+            except asyncio.CancelledError:
+                return  # cancelled by the client: MCP says send nothing
+            finally:
+                self._in_flight.pop(message.get("id"), None)
+            if reply is not None:
+                write(reply)
+
+        while True:
+            raw = await asyncio.to_thread(read_fn)
+            if not raw:
+                break
+            data = raw.encode("utf-8") if isinstance(raw, str) else raw
+            if not data.strip():
+                continue
+            try:
+                message = decode_message(data)
+            except FramingError as exc:
+                write(error_response(None, PARSE_ERROR, str(exc)))
+                continue
+            if "id" in message and isinstance(message.get("method"), str):
+                task = asyncio.create_task(answer(message))
+                self._in_flight[message["id"]] = task
+            else:
+                await self.handle(message)
+        if self._in_flight:
+            await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
+
+    def serve_stdio(
+        self, *, read_fn: ReadFn | None = None, write_fn: WriteFn | None = None
+    ) -> None:
+        """Serve until stdin closes (blocking; runs its own event loop)."""
+        asyncio.run(self.serve_stdio_async(read_fn=read_fn, write_fn=write_fn))
+
+    async def serve_stdio_async(
+        self, *, read_fn: ReadFn | None = None, write_fn: WriteFn | None = None
+    ) -> None:
+        """Serve on the given functions, or on the process's stdin/stdout."""
+        if read_fn is not None and write_fn is not None:
+            await self.serve(read_fn, write_fn)
+            return
+        with _claim_stdio() as (stdin_readline, wire_write):
+            await self.serve(read_fn or stdin_readline, write_fn or wire_write)
+
+    def run_forever(
+        self, *, read_fn: ReadFn | None = None, write_fn: WriteFn | None = None
+    ) -> None:
+        """Alias of :meth:`serve_stdio` (``asyncio.run`` wrapper)."""
+        self.serve_stdio(read_fn=read_fn, write_fn=write_fn)
+
+
+class _InvalidParams(Exception):
+    """Bad request parameters (JSON-RPC -32602)."""
+
+
+def _default_tool_context(workspace_root: Path | None) -> ToolContext:
+    """Bind the workspace for avo_tools' workspace tools when a root is given."""
+    if workspace_root is None:
+        return contextlib.nullcontext
+    try:
+        from avo_tools import bind_workspace
+    except ImportError:  # pragma: no cover - avo-tools is a declared dependency
+        return contextlib.nullcontext
+    return lambda: bind_workspace(workspace_root)
+
+
+@contextlib.contextmanager
+def _claim_stdio() -> Iterator[tuple[ReadFn, WriteFn]]:
+    """Own the stdio wire: protocol on a private dup of fd 1, fd 1 -> stderr."""
+    sys.stdout.flush()
+    wire_fd = os.dup(1)
+    os.dup2(2, 1)
+    saved_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    wire = os.fdopen(wire_fd, "wb")
+
+    def write(line: str) -> None:
+        wire.write(line.encode("utf-8"))
+        wire.flush()
+
+    try:
+        yield sys.stdin.buffer.readline, write
+    finally:
+        sys.stdout = saved_stdout
+        with contextlib.suppress(OSError):
+            wire.flush()
+            os.dup2(wire.fileno(), 1)
+        wire.close()
+
+
+def serve_stdio(
+    registry: ToolRegistry,
+    *,
+    server_name: str = "avo",
+    server_version: str = "0.1.7",
+    workspace_root: str | os.PathLike[str] | None = None,
+    read_fn: ReadFn | None = None,
+    write_fn: WriteFn | None = None,
+) -> None:
+    """Serve ``registry`` over MCP stdio until end of input (blocking)."""
+    server = AvoMcpServer(
+        registry,
+        server_name=server_name,
+        server_version=server_version,
+        workspace_root=workspace_root,
+    )
+    server.serve_stdio(read_fn=read_fn, write_fn=write_fn)
+
+
+async def serve_stdio_async(
+    registry: ToolRegistry,
+    *,
+    server_name: str = "avo",
+    server_version: str = "0.1.7",
+    workspace_root: str | os.PathLike[str] | None = None,
+    read_fn: ReadFn | None = None,
+    write_fn: WriteFn | None = None,
+) -> None:
+    """Async form of :func:`serve_stdio`."""
+    server = AvoMcpServer(
+        registry,
+        server_name=server_name,
+        server_version=server_version,
+        workspace_root=workspace_root,
+    )
+    await server.serve_stdio_async(read_fn=read_fn, write_fn=write_fn)
+
+
+__all__ = [
+    "CAPABILITIES",
+    "DEFAULT_PROTOCOL_VERSION",
+    "AvoMcpServer",
+    "required_tool_names",
+    "serve_stdio",
+    "serve_stdio_async",
+    "tool_annotations",
+]
