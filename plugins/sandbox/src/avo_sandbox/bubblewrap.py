@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from avo.exceptions import SandboxError
-
 from avo_sandbox.result import SandboxResult, SandboxTimeoutError, parse_memory
 
 _IN_SANDBOX_WORKDIR = "/workspace"
@@ -158,6 +157,7 @@ class BubblewrapExecutor:
             argv += ["--ro-bind", path, path]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         argv += ["--bind", str(Path(workspace_dir).resolve(strict=True)), _IN_SANDBOX_WORKDIR]
+        argv += ["--remount-ro", "/"]  # the root itself: only /workspace and /tmp are writable
         argv += ["--chdir", _IN_SANDBOX_WORKDIR]
         path_var = ":".join([*(f"{p}/bin" for p in prefixes), "/usr/local/bin", "/usr/bin", "/bin"])
         base_env = {

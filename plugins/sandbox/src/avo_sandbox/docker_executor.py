@@ -18,7 +18,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from avo.exceptions import SandboxError
-
 from avo_sandbox.result import SandboxResult, SandboxTimeoutError
 
 _IN_CONTAINER_WORKDIR = "/workspace"
@@ -102,7 +101,10 @@ def _untar_into(chunks: Any, root: Path) -> None:
             if len(parts) == 1:
                 continue
             member.name = str(PurePosixPath(*parts[1:]))
-            members.append(member)
+            try:  # the data filter refuses links out, absolute and ../ names, devices
+                members.append(tarfile.data_filter(member, str(root)))
+            except tarfile.FilterError:
+                continue
         archive.extractall(root, members=members, filter="data")
 
 

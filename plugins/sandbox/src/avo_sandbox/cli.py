@@ -1,0 +1,106 @@
+"""``avo sandbox run [...] <command>`` (§14.2) with ``--backend docker|bubblewrap``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from avo.exceptions import AvoError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``run`` subcommand and its §14.2 flags (plus ``--backend``)."""
+    sub = parser.add_subparsers(dest="sandbox_command", required=True)
+    run = sub.add_parser("run", help="run one command in a sandbox")
+    run.add_argument("--backend", choices=("docker", "bubblewrap"), default="docker")
+    run.add_argument("--image", default=None, help="docker image (default python:3.12-slim)")
+    run.add_argument("--workspace", type=Path, default=Path.cwd())
+    run.add_argument("--network", default="none", help="docker network mode")
+    run.add_argument("--memory", default="256m")
+    run.add_argument("--timeout", type=float, default=30.0)
+    run.add_argument("--env", action="append", default=[], metavar="K=V")
+    run.add_argument("--json", action="store_true", help="print the SandboxResult as JSON")
+    run.add_argument("command", nargs=argparse.REMAINDER)
+
+
+def _env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise AvoError(f"--env expects KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def build_executor(args: argparse.Namespace, *, docker_client: Any = None) -> Any:
+    """The executor the flags ask for."""
+    if args.backend == "bubblewrap":
+        from avo_sandbox.bubblewrap import BubblewrapExecutor
+
+        if args.network != "none":
+            raise AvoError("the bubblewrap backend has no network; drop --network")
+        return BubblewrapExecutor(mem_limit=args.memory, timeout_seconds=args.timeout)
+    from avo_sandbox.docker_executor import SandboxExecutor
+
+    return SandboxExecutor(
+        client=docker_client,
+        image=args.image,
+        mem_limit=args.memory,
+        network_mode=args.network,
+        timeout_seconds=args.timeout,
+    )
+
+
+def run(
+    args: argparse.Namespace,
+    *,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    docker_client: Any = None,
+) -> int:
+    """Run the command; exit with its exit code (2 with ``avo: ...`` on avo errors)."""
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("avo: sandbox run needs a command, e.g. avo sandbox run -- ls -la", file=err)
+        return 2
+    import shlex
+
+    try:
+        executor = build_executor(args, docker_client=docker_client)
+        result = asyncio.run(
+            executor.run(
+                shlex.join(command),
+                workspace_dir=args.workspace.resolve(),
+                env=_env(args.env),
+                timeout_seconds=args.timeout,
+            )
+        )
+    except AvoError as exc:
+        print(f"avo: {exc}", file=err)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(result), indent=2), file=out)
+    else:
+        out.write(result.stdout)
+        err.write(result.stderr)
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry: ``python -m avo_sandbox.cli run ...``."""
+    parser = argparse.ArgumentParser(prog="avo sandbox")
+    configure(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
