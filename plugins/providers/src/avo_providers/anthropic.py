@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from avo.exceptions import ProviderError
 from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
-
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     anthropic_tools,

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from avo.exceptions import ConfigError
-
 from avo_providers.catalog import (
     API_KEY_ENV,
     OLLAMA_CLOUD_MODELS,

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from avo.exceptions import AvoError
-
 from avo_providers.catalog import API_KEY_ENV, API_STYLE, PROVIDER_MODELS, env_prefix
 
 

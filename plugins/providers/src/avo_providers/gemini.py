@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
-
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     decode_json,

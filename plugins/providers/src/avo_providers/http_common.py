@@ -10,9 +10,10 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import JsonValue
+
 from avo.exceptions import ProviderError
 from avo.models import ToolMetadata
-from pydantic import JsonValue
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 """4xx statuses that mean "try again" (timeouts, conflicts, rate limits); every 5xx is too."""

@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from avo.models import ModelRequest, ModelResponse
-
 from avo_providers.anthropic import AnthropicProvider
 from avo_providers.base_http import EventSink, HTTPProvider, MiniMaxConfig
 from avo_providers.openai_compatible import OpenAICompatibleProvider
 
 if TYPE_CHECKING:
     import httpx
+
     from avo.providers.streaming import ModelChunk
 
 API_STYLES: tuple[str, ...] = ("openai", "anthropic")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from avo.plugins import CommandSpec, ProviderSpec, provides
-
 from avo_providers import config
 from avo_providers.catalog import (
     CAPABILITIES,
