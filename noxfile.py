@@ -1,0 +1,165 @@
+"""Every session a developer or CI runs.
+
+``python3 -m nox`` (what ``scripts/test.sh`` and ``.ci/run`` call) runs the
+default sessions: lint, types, tests. The package list always comes from the
+tree (``kernel/``, ``plugins/*``, ``contrib/*``), never from a hand-kept list.
+
+- ``tests``      every package installed editable in one venv; the whole suite
+- ``lint``       ruff check + ruff format --check
+- ``types``      mypy --strict on the kernel
+- ``package``    one session per package: that package (and the local packages
+                 it depends on) alone, with its own tests
+- ``kernel_only``the kernel alone; ``import avo`` must pull in nothing optional
+- ``bench``      every ``benchmarks/*.py``
+- ``demo``       the main job: ``avo run`` on SQLite, then ``avo runs inspect``
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYTHON = "3.11"
+TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-cov>=5", "hypothesis>=6"]
+
+nox.options.sessions = ["lint", "types", "tests"]
+nox.options.error_on_missing_interpreters = True
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _packages() -> list[Path]:
+    """The kernel, then every plugin and contrib package, found in the tree."""
+    found = [ROOT / "kernel"]
+    for parent in ("plugins", "contrib"):
+        found += sorted(p.parent for p in (ROOT / parent).glob("*/pyproject.toml"))
+    return found
+
+
+def _project(path: Path) -> dict:
+    return tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def _spec(path: Path) -> str:
+    """``-e`` target with every optional extra, so all optional code paths are tested."""
+    extras = sorted(_project(path).get("optional-dependencies", {}))
+    return f"{path}[{','.join(extras)}]" if extras else str(path)
+
+
+def _local_closure(path: Path) -> list[Path]:
+    """``path`` plus the local packages it depends on (transitively), kernel first."""
+    by_name = {_canonical(_project(p)["name"]): p for p in _packages()}
+    wanted: list[Path] = []
+
+    def visit(package: Path) -> None:
+        if package in wanted:
+            return
+        for requirement in _project(package).get("dependencies", []):
+            match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+            local = by_name.get(_canonical(match.group(1))) if match else None
+            if local is not None:
+                visit(local)
+        wanted.append(package)
+
+    visit(path)
+    return wanted
+
+
+def _install_editable(session: nox.Session, packages: list[Path]) -> None:
+    args: list[str] = []
+    for package in packages:
+        args += ["-e", _spec(package)]
+    session.install(*args, *TEST_DEPS)
+
+
+def _test_dirs(packages: list[Path]) -> list[str]:
+    dirs = [str(p / "tests") for p in packages if (p / "tests").is_dir()]
+    if (ROOT / "tests").is_dir() and len(packages) > 1:
+        dirs.append(str(ROOT / "tests"))
+    return dirs
+
+
+def _ensure_services(session: nox.Session) -> None:
+    script = ROOT / "scripts" / "ensure-services.sh"
+    if script.exists():
+        session.run("bash", str(script), external=True)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole suite of every package, in one venv, with coverage of the kernel."""
+    packages = _packages()
+    _install_editable(session, packages)
+    _ensure_services(session)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--cov=avo",
+        "--cov-report=term:skip-covered",
+        *_test_dirs(packages),
+        *session.posargs,
+    )
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole tree."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def types(session: nox.Session) -> None:
+    """mypy --strict on the kernel."""
+    session.install("-e", str(ROOT / "kernel"), "mypy>=1.11", "pytest>=8")
+    session.run("mypy", str(ROOT / "kernel" / "src" / "avo"))
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("package", [str(p.relative_to(ROOT)) for p in _packages()])
+def package(session: nox.Session, package: str) -> None:
+    """One package with only the local packages it depends on, and its own tests."""
+    path = ROOT / package
+    closure = _local_closure(path)
+    _install_editable(session, closure)
+    if "postgres" in package:
+        _ensure_services(session)
+    if (path / "tests").is_dir():
+        session.run("python", "-m", "pytest", "-p", "no:cacheprovider", str(path / "tests"))
+    else:
+        session.error(f"{package} has no tests/ directory")
+
+
+@nox.session(python=PYTHON)
+def kernel_only(session: nox.Session) -> None:
+    """The kernel alone (not editable): ``import avo`` pulls in nothing optional."""
+    session.install(str(ROOT / "kernel"))
+    session.run("python", str(ROOT / "scripts" / "check_kernel_imports.py"))
+    session.run("avo", "--version")
+    session.run("avo", "plugin", "list")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Run every benchmark script with all shipped plugins installed."""
+    _install_editable(session, _packages())
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        session.log(f"--- {script.name}")
+        session.run("python", str(script))
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The main job: a real ``avo run`` on SQLite, then ``avo runs inspect`` of it."""
+    _install_editable(session, _packages())
+    session.run("bash", str(ROOT / "scripts" / "main-job.sh"), external=True)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The project's main job: a real `avo run` on the embedded default store (the
+# SQLite file avo.db), driven by examples/avo.toml (a scripted provider calling
+# real tools: no API key needed), then `avo runs inspect` of that run.
+# Needs `avo` with the default plugins installed (scripts/demo.sh does that).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DB="${AVO_DEMO_DATABASE:-avo.db}"
+TASK="${1:-Find where the plugin manager is defined and summarise what it does.}"
+
+echo "== avo run (config examples/avo.toml, store $DB)"
+set +e
+output="$(avo run "$TASK" --config examples/avo.toml -d "$DB")"
+status=$?
+set -e
+printf '%s\n' "$output"
+if [ "$status" -ne 0 ]; then
+    echo "main job: avo run exited with $status" >&2
+    exit "$status"
+fi
+run_id="$(printf '%s\n' "$output" | sed -n 's/^run id: *//p' | tail -n 1)"
+if [ -z "$run_id" ]; then
+    echo "main job: no run id in the output of avo run" >&2
+    exit 1
+fi
+
+echo
+echo "== avo runs inspect $run_id"
+avo runs inspect "$run_id" -d "$DB"
