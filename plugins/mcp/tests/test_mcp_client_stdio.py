@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from avo.exceptions import MCPError
 from avo.models import ToolCall
 from avo.tools import ToolRegistry

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from avo.exceptions import MCPError
-
     from avo_mcp.client import MCPServer
     from avo_mcp.config import McpCliError, load_servers, resolve_env, servers_from_config
     from avo_mcp.http_client import MCPHttpServer

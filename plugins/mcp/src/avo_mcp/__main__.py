@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from avo.exceptions import AvoError
-
 from avo_mcp.plugin import MCP, SERVE_MCP
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from avo.exceptions import MCPError
-
 from avo_mcp.framing import (
     MAX_MESSAGE_BYTES,
     METHOD_NOT_FOUND,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from avo.exceptions import AvoError
-
 from avo_mcp.client import MCPServer
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")

@@ -25,7 +25,6 @@ from typing import Any, ClassVar
 
 from avo.models import ToolCall, ToolMetadata, ToolRisk
 from avo.tools import ToolRegistry
-
 from avo_mcp.framing import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     INTERNAL_ERROR,

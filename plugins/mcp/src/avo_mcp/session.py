@@ -12,7 +12,6 @@ import abc
 from typing import Any
 
 from avo.exceptions import MCPError
-
 from avo_mcp.framing import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, JsonDict
 
 DEFAULT_TIMEOUT_SECONDS = 90.0

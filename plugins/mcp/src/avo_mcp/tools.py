@@ -21,7 +21,6 @@ from typing import Any
 
 from avo.exceptions import MCPError
 from avo.models import ToolMetadata, ToolRisk
-
 from avo_mcp.framing import JsonDict
 from avo_mcp.session import MCPSession
 
