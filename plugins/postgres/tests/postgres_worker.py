@@ -24,6 +24,8 @@ import sys
 import time
 from typing import Any
 
+from pydantic import BaseModel
+
 from avo.events import AgentEvent, EventType
 from avo.exceptions import AvoError, LeaseError
 from avo.models import ModelResponse, RunRecord, ToolCall
@@ -33,7 +35,6 @@ from avo.state import RunState, StopReason
 from avo.testing.stores import event, moved, terminal
 from avo.tools import FunctionTool
 from avo_postgres import PostgresEventStore
-from pydantic import BaseModel
 
 
 class _Recording:

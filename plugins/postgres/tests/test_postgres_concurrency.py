@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from avo.events import EventType, RunLogState, validate_event_append
 from avo.exceptions import LeaseError
 from avo.testing.stores import event, start_run
