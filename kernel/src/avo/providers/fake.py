@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from avo.providers.streaming import ModelChunk
 
 ScriptItem = ModelResponse | Mapping[str, Any] | Exception
+"""A scripted response, a mapping validated into one, or an exception to raise."""
 
 
 def _script_item_to_json(item: ScriptItem) -> JsonValue:
     if isinstance(item, ModelResponse):
         return {"kind": "response", "value": item.model_dump(mode="json")}
-    if isinstance(item, Exception):
+    if isinstance(item, BaseException):
         return {"kind": "error", "type": type(item).__name__, "message": str(item)}
     return {"kind": "mapping", "value": dict(item)}
 
@@ -77,8 +78,8 @@ class FakeProvider:
         """Return the next scripted response (usage defaults to TokenUsage())."""
         if self.record_requests:
             self.requests.append(request)
-        item = self._next_item()
-        if isinstance(item, Exception):
+        item: Any = self._next_item()
+        if isinstance(item, BaseException):
             raise item
         response = item if isinstance(item, ModelResponse) else ModelResponse.model_validate(item)
         update: dict[str, Any] = {}

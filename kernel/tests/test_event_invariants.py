@@ -1,0 +1,148 @@
+"""§6: the six append-time invariants, enforced by the in-memory store and the kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from avo import AgentEvent, EventType, RunRecord
+from avo.events import TERMINAL_EVENT_TYPES, RunLogState, validate_event_append
+from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
+from avo.storage.memory import InMemoryEventStore
+
+
+def ev(kind: EventType, run_id: str = "r1", **payload: Any) -> AgentEvent:
+    return AgentEvent(run_id=run_id, event_type=kind, payload=payload)
+
+
+def sc(a: str, b: str) -> AgentEvent:
+    return ev(EventType.STATE_CHANGED, from_state=a, to_state=b)
+
+
+def terminal(kind: EventType, state: str, reason: str) -> AgentEvent:
+    return ev(
+        kind,
+        state=state,
+        stop_reason=reason,
+        output=None,
+        error=None,
+        steps=1,
+        token_usage={"input_tokens": 0, "output_tokens": 0},
+        token_accounting_available=True,
+    )
+
+
+async def new_store() -> InMemoryEventStore:
+    store = InMemoryEventStore()
+    await store.create_run(RunRecord(run_id="r1", task="t"), ev(EventType.RUN_CREATED, task="t"))
+    return store
+
+
+def test_event_type_lists_the_21_reference_members() -> None:
+    assert len(EventType) == 21
+    assert {t.value for t in TERMINAL_EVENT_TYPES} == {
+        "run_completed",
+        "run_failed",
+        "run_stopped",
+        "run_cancelled",
+    }
+
+
+async def test_first_event_must_be_run_created_and_only_once() -> None:
+    log = RunLogState(run_id="r1")
+    with pytest.raises(EventInvariantError, match="first event must be run_created"):
+        validate_event_append(log, sc("created", "model_pending"))
+    store = await new_store()
+    with pytest.raises(EventInvariantError, match="only once"):
+        await store.append_event(ev(EventType.RUN_CREATED, task="again"))
+    with pytest.raises(EventInvariantError, match="run_created"):
+        await InMemoryEventStore().create_run(
+            RunRecord(run_id="r2", task="t"), ev(EventType.STATE_CHANGED, run_id="r2")
+        )
+
+
+async def test_sequences_ascend_per_run() -> None:
+    store = await new_store()
+    e2 = await store.append_event(sc("created", "model_pending"))
+    e3 = await store.append_event(ev(EventType.MODEL_REQUESTED, step=1))
+    assert [e.sequence for e in await store.get_events("r1")] == [1, 2, 3]
+    assert (e2.sequence, e3.sequence) == (2, 3)
+
+
+async def test_nothing_after_a_terminal_event_and_log_unchanged() -> None:
+    store = await new_store()
+    await store.append_event(sc("created", "failed"))
+    await store.append_event(terminal(EventType.RUN_FAILED, "failed", "internal_error"))
+    before = await store.get_events("r1")
+    with pytest.raises(EventInvariantError, match="after a terminal event"):
+        await store.append_event(ev(EventType.MODEL_REQUESTED))
+    assert await store.get_events("r1") == before
+    assert await store.is_terminal_run("r1")
+
+
+async def test_state_changed_must_be_legal_from_the_current_state() -> None:
+    store = await new_store()
+    with pytest.raises(EventInvariantError, match="invalid state transition"):
+        await store.append_event(sc("created", "tool_executing"))
+    with pytest.raises(EventInvariantError, match="the run is in created"):
+        await store.append_event(sc("model_pending", "decision_received"))
+    with pytest.raises(EventInvariantError, match="known from_state"):
+        await store.append_event(sc("created", "running"))
+    assert len(await store.get_events("r1")) == 1
+
+
+async def test_tool_results_need_a_started_call_and_only_one_result() -> None:
+    store = await new_store()
+    with pytest.raises(EventInvariantError, match="without tool_started"):
+        await store.append_event(ev(EventType.TOOL_COMPLETED, tool_call_id="c1"))
+    await store.append_event(ev(EventType.TOOL_STARTED, tool_call_id="c1"))
+    await store.append_event(ev(EventType.TOOL_COMPLETED, tool_call_id="c1"))
+    with pytest.raises(EventInvariantError, match="already has a result"):
+        await store.append_event(ev(EventType.TOOL_FAILED, tool_call_id="c1"))
+
+
+async def test_terminal_events_need_an_agreeing_outcome() -> None:
+    store = await new_store()
+    await store.append_event(sc("created", "failed"))
+    with pytest.raises(EventInvariantError, match="invalid outcome"):
+        await store.append_event(terminal(EventType.RUN_FAILED, "failed", "max_steps"))
+    with pytest.raises(EventInvariantError, match="cannot carry state"):
+        await store.append_event(terminal(EventType.RUN_STOPPED, "failed", "internal_error"))
+
+
+async def test_run_completed_requires_a_model_response() -> None:
+    store = await new_store()
+    with pytest.raises(EventInvariantError, match="prior model_responded"):
+        await store.append_event(terminal(EventType.RUN_COMPLETED, "completed", "completed"))
+    await store.append_event(ev(EventType.MODEL_RESPONDED, step=1))
+    await store.append_event(terminal(EventType.RUN_COMPLETED, "completed", "completed"))
+
+
+async def test_finalize_is_all_or_nothing() -> None:
+    store = await new_store()
+    run = RunRecord(run_id="r1", task="t")
+    bad_terminal = terminal(EventType.RUN_STOPPED, "stopped", "provider_error")
+    with pytest.raises(EventInvariantError):
+        await store.finalize_run(run, sc("created", "failed"), bad_terminal)
+    assert len(await store.get_events("r1")) == 1
+    assert not await store.is_terminal_run("r1")
+
+
+async def test_unknown_run_and_duplicate_run() -> None:
+    store = await new_store()
+    with pytest.raises(RunNotFoundError):
+        await store.append_event(ev(EventType.MODEL_REQUESTED, run_id="nope"))
+    with pytest.raises(StorageError, match="already exists"):
+        await store.create_run(RunRecord(run_id="r1", task="t"), ev(EventType.RUN_CREATED))
+
+
+async def test_delete_run_only_when_finished() -> None:
+    store = await new_store()
+    with pytest.raises(StorageError, match="not finished"):
+        await store.delete_run("r1")
+    await store.append_event(sc("created", "cancelled"))
+    await store.append_event(terminal(EventType.RUN_CANCELLED, "cancelled", "user_cancelled"))
+    assert await store.delete_run("r1")
+    assert await store.get_run("r1") is None
+    assert not await store.delete_run("r1")
