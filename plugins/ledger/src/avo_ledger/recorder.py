@@ -1,0 +1,97 @@
+"""Write one TokenLedger row per model call, automatically, from the event stream.
+
+:class:`LedgerPlugin` is a pluggy plugin: register it on the runtime's plugin
+manager and every MODEL_RESPONDED event that carries usage becomes a
+``ledger_entries`` row (run id, step, model, tokens, cost). No code in the
+kernel loop; the ledger is the SQLite helper's :class:`avo_sqlite.TokenLedger`.
+
+Rates (USD per 1k input/output tokens) come from, in order: the
+``AVO_USAGE_RATES_*`` environment variables; the ``pricing`` table given
+(usually the provider plugin's ``ProviderSpec.pricing``, see
+:func:`pricing_from_plugins`); else the cost is left unknown (``None``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from avo.events import AgentEvent, EventType
+from avo.hookspecs import hookimpl
+from avo.models import TokenUsage
+from avo.usage import Rates, estimate_cost, resolve_rates
+from avo_sqlite import LedgerEntry, TokenLedger
+
+_log = logging.getLogger("avo.ledger")
+
+
+def pricing_from_plugins(manager: Any, *, providers: list[str] | None = None) -> dict[str, Rates]:
+    """Merge the ``pricing`` tables of provider plugins (model name -> rates).
+
+    ``providers`` limits it to those names; by default every provider the
+    manager knows is loaded and asked. A provider that fails to load is skipped.
+    """
+    names = providers if providers is not None else list(manager.names("provider"))
+    table: dict[str, Rates] = {}
+    for name in names:
+        try:
+            spec = manager.get("provider", name)
+        except Exception as exc:  # a broken provider plugin must not stop cost accounting
+            _log.warning("no pricing from provider %r: %s", name, exc)
+            continue
+        for model, (rate_in, rate_out) in dict(getattr(spec, "pricing", {}) or {}).items():
+            table.setdefault(str(model), (Decimal(rate_in), Decimal(rate_out)))
+    return table
+
+
+class LedgerPlugin:
+    """Records MODEL_RESPONDED usage into a :class:`~avo_sqlite.TokenLedger`."""
+
+    def __init__(
+        self,
+        ledger: TokenLedger | str | Path,
+        *,
+        pricing: Mapping[str, Rates] | None = None,
+        rates: Rates | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.ledger = ledger if isinstance(ledger, TokenLedger) else TokenLedger(ledger)
+        self.pricing = dict(pricing or {})
+        self.rates = rates
+        self.environ = environ
+        self.recorded: list[LedgerEntry] = []
+        """Entries written by this plugin instance, in order."""
+
+    def rates_for(self, model: str | None) -> Rates | None:
+        """The rates that price ``model``'s tokens (None when unknown)."""
+        if self.rates is not None:
+            return self.rates
+        return resolve_rates(model, pricing=self.pricing, environ=self.environ)
+
+    @hookimpl
+    def avo_event_appended(self, event: AgentEvent) -> None:
+        """Write a ledger row for a MODEL_RESPONDED event that reports usage."""
+        if event.event_type is not EventType.MODEL_RESPONDED:
+            return
+        usage_raw = event.payload.get("usage")
+        if not isinstance(usage_raw, dict):
+            return  # the provider reported no usage: nothing to account
+        usage = TokenUsage.model_validate(usage_raw)
+        model_raw = event.payload.get("model")
+        model = str(model_raw) if model_raw else None
+        step_raw = event.payload.get("step")
+        step = step_raw if isinstance(step_raw, int) else 0
+        rates = self.rates_for(model)
+        cost = estimate_cost(usage, rates=rates) if rates is not None else None
+        entry = self.ledger.record(event.run_id, step=step, usage=usage, model=model, cost_usd=cost)
+        self.recorded.append(entry)
+
+    def close(self) -> None:
+        """Close the ledger's database connection."""
+        self.ledger.close()
+
+
+__all__ = ["LedgerPlugin", "pricing_from_plugins"]
