@@ -260,9 +260,16 @@ class FallbackRouterProvider(BaseRouterProvider):
                 async for chunk in chunks:
                     yield chunk
             except (ProviderError, TimeoutError) as exc:
-                # Chunks already reached the caller: failing over now would mix two answers.
+                # Chunks already reached the caller: switching routes inside this stream
+                # would mix two answers. The route cools down and the error becomes
+                # retryable, so the runtime's retry goes to the next route.
                 self._record_failure(name, exc)
-                raise
+                following = candidates[position + 1][0] if position + 1 < len(candidates) else None
+                await self._emit_failover(name, following, exc)
+                raise ProviderError(
+                    f"Router route {name!r} failed mid-stream: {_describe(exc)}",
+                    retryable=following is not None or bool(getattr(exc, "retryable", True)),
+                ) from None
             finally:
                 await chunks.aclose()
             self._record_success(name, started)
