@@ -69,7 +69,7 @@ def _bind_event_sink(rt: AgentRuntime, ctx: _RunContext) -> None:
             raise ValueError(f"a provider may only record {sorted(_PROVIDER_EVENT_TYPES)}")
         await append(rt, ctx, kind, dict(payload))
 
-    rt.provider.event_sink = sink  # type: ignore[attr-defined]
+    setattr(rt.provider, "event_sink", sink)  # noqa: B010 - provider-declared seam
 
 
 async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:

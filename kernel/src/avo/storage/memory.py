@@ -154,8 +154,10 @@ class InMemoryEventStore:
             return False
         if not await self.is_terminal_run(run_id):
             raise StorageError(f"run {run_id!r} is not finished; only finished runs can be deleted")
-        for table in (self._runs, self._events, self._logs, self._checkpoints):
-            table.pop(run_id, None)  # type: ignore[attr-defined]
+        self._runs.pop(run_id, None)
+        self._events.pop(run_id, None)
+        self._logs.pop(run_id, None)
+        self._checkpoints.pop(run_id, None)
         self._order.remove(run_id)
         return True
 
