@@ -62,7 +62,11 @@ if __name__ == "__main__":
         import uvicorn
 
         uvicorn.run(
-            app.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="error"
+            app.streamable_http_app(),
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            log_level="error",
+            timeout_graceful_shutdown=1,
         )
     else:
         app.run()
