@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -11,13 +12,20 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from avo.state import RunState, StopReason, validate_terminal_outcome
 
+_rng = random.Random(os.urandom(32))
+os.register_at_fork(after_in_child=lambda: _rng.seed(os.urandom(32)))
+_UUID4_MASK = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
+_UUID4_BITS = (0x4 << 76) | (0x2 << 62)
+
 
 def new_id() -> str:
-    """Return a fresh UUID4 string (random, RFC 4122 version 4)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
+    """Return a fresh UUID4 string (RFC 4122 version 4, 122 random bits).
+
+    Drawn from a generator seeded from ``os.urandom`` (and re-seeded in forked
+    children) because ids are made on the hot path of every event; they are
+    unique identifiers, not secrets.
+    """
+    h = f"{(_rng.getrandbits(128) & _UUID4_MASK) | _UUID4_BITS:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

@@ -36,6 +36,7 @@ from avo.models import (
 from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector
 from avo.providers.base import ModelProvider
+from avo.redaction import Redactor
 from avo.runtime_handlers import HANDLERS
 from avo.runtime_persistence import (
     append,
@@ -105,6 +106,10 @@ class AgentRuntime:
         self._provider_name = _text_attr(provider, "name")
         self._provider_model = _text_attr(provider, "model")
         self._breaker: CircuitBreaker | None = None
+        # Masks secrets (secret-named env values, bearer tokens, API-key shapes) in
+        # everything the runtime persists or reports: event payloads, the run head's
+        # task/output/error. ``runtime.redactor.add(value)`` teaches it more values.
+        self.redactor = Redactor()
 
     # ------------------------------------------------------------------ public API
 
@@ -121,7 +126,7 @@ class AgentRuntime:
             now = self.clock()
             run = RunRecord(
                 run_id=run_id or new_id(),
-                task=task,
+                task=self.redactor.text(task),
                 user_state=dict(user_state or {}),
                 created_at=now,
                 updated_at=now,
@@ -131,11 +136,11 @@ class AgentRuntime:
                 messages.append({"role": "system", "content": system_prompt})
             messages.append({"role": "user", "content": task})
             payload: dict[str, JsonValue] = {
-                "task": task,
+                "task": self.redactor.text(task),
                 "policy": self.policy.model_dump(mode="json"),
             }
             if system_prompt:
-                payload["system_prompt"] = system_prompt
+                payload["system_prompt"] = self.redactor.text(system_prompt)
             plugin_set = self._plugin_set()
             if plugin_set is not None:
                 payload["plugins"] = plugin_set

@@ -37,7 +37,7 @@ def _event(
             "sequence": 0,
             "event_type": kind,
             "created_at": rt.clock(),
-            "payload": payload,
+            "payload": rt.redactor.value(payload),
             "parent_event_id": None,
         },
     )
@@ -268,6 +268,8 @@ async def terminate(
     validate_terminal_outcome(state, reason)
     validate_transition(ctx.state, state)
     await checkpoint(rt, ctx)
+    output = rt.redactor.text(output) if output else output
+    error = rt.redactor.text(error) if error else error
     now = rt.clock()
     run = replaced(
         ctx.run,

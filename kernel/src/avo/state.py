@@ -69,10 +69,8 @@ _ALLOWED_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
     | _ENDINGS,
     RunState.TOOL_PENDING: frozenset({RunState.APPROVAL_PENDING, RunState.PAUSED}) | _ENDINGS,
     RunState.APPROVAL_PENDING: frozenset({RunState.TOOL_EXECUTING, RunState.PAUSED}) | _ENDINGS,
-    RunState.TOOL_EXECUTING: frozenset({RunState.OBSERVATION_RECORDED, RunState.PAUSED})
-    | _ENDINGS,
-    RunState.OBSERVATION_RECORDED: frozenset({RunState.MODEL_PENDING, RunState.PAUSED})
-    | _ENDINGS,
+    RunState.TOOL_EXECUTING: frozenset({RunState.OBSERVATION_RECORDED, RunState.PAUSED}) | _ENDINGS,
+    RunState.OBSERVATION_RECORDED: frozenset({RunState.MODEL_PENDING, RunState.PAUSED}) | _ENDINGS,
     RunState.PAUSED: frozenset(_WORKING) | _ENDINGS,
     RunState.COMPLETED: frozenset(),
     RunState.FAILED: frozenset(),
@@ -138,8 +136,7 @@ def validate_terminal_outcome(state: RunState, reason: StopReason | None) -> Non
         names = ", ".join(sorted(r.value for r in permitted))
         shown = reason.value if reason is not None else "None"
         raise InvalidStateTransitionError(
-            f"terminal state {state.value} does not permit stop reason {shown} "
-            f"(permitted: {names})"
+            f"terminal state {state.value} does not permit stop reason {shown} (permitted: {names})"
         )
 
 
