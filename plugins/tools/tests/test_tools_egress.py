@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
+
 from avo.exceptions import ToolExecutionError
 from avo_tools.egress import EgressPolicy, fetch, parse_host_address, parse_ipv4_loose
 from avo_tools.errors import EgressDeniedError

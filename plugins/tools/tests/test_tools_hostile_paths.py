@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from avo.exceptions import AvoError, ToolExecutionError
 from avo_tools import bind_workspace, read_file_tool, write_file_tool
 from avo_tools.errors import (
@@ -19,8 +22,6 @@ from avo_tools.errors import (
     WorkspacePathError,
 )
 from avo_tools.workspace import Workspace, validate_path
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 SECRET = "top-secret-outside-the-workspace"
 

@@ -116,6 +116,7 @@ class BubblewrapExecutor:
         timeout_seconds: float = 30.0,
         extra_ro_binds: Sequence[str] = (),
         max_output_bytes: int = 1_000_000,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         self.bwrap = bwrap
         self.mem_limit = mem_limit
@@ -123,6 +124,7 @@ class BubblewrapExecutor:
         self.timeout_seconds = timeout_seconds
         self.extra_ro_binds = tuple(extra_ro_binds)
         self.max_output_bytes = max_output_bytes
+        self.environment = dict(environment or {})
         self.image = "bubblewrap:host-readonly"
 
     def _binary(self) -> str:
@@ -166,7 +168,7 @@ class BubblewrapExecutor:
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        for key, value in {**base_env, **dict(env or {})}.items():
+        for key, value in {**base_env, **self.environment, **dict(env or {})}.items():
             argv += ["--setenv", key, value]
         kilobytes = max(1, self._mem_bytes // 1024)
         script = f'ulimit -v {kilobytes} && ulimit -c 0 && exec sh -c "$1"'

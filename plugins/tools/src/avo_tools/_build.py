@@ -6,10 +6,11 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools.output import DEFAULT_MAX_CHARS, cap_output
-from pydantic import BaseModel
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.errors import EditFileError
 from avo_tools.workspace import Workspace, bind_workspace, current_workspace
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_READ_BYTES = 1_048_576
 """read_file reads at most this many bytes of a file."""

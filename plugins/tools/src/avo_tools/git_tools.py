@@ -13,11 +13,11 @@ import re
 import subprocess
 from collections.abc import Sequence
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from avo.exceptions import ToolExecutionError
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from avo_tools._build import build_tool
 from avo_tools.workspace import Workspace, current_workspace
 

@@ -8,12 +8,13 @@ import os
 import re
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.errors import EditFileError
 from avo_tools.workspace import Workspace, current_workspace
-from pydantic import BaseModel, ConfigDict, Field
 
 MAX_GREP_FILE_BYTES = 2_000_000
 """grep skips files larger than this."""

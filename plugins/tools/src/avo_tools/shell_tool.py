@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from avo.models import ToolRisk
-from avo.tools import FunctionTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from avo.models import ToolRisk
+from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.errors import SandboxNotBoundError
 from avo_tools.workspace import Workspace, current_workspace

@@ -7,10 +7,10 @@ import re
 from typing import Any, Protocol
 from urllib.parse import parse_qs, quote_plus, unquote, urlsplit
 
-from avo.models import ToolRisk
-from avo.tools import FunctionTool
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from avo.models import ToolRisk
+from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.egress import EgressPolicy, fetch
 

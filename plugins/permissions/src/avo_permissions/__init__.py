@@ -1,0 +1,40 @@
+"""avo permission modes: approval callbacks decided by each tool's declared risk (§18.2)."""
+
+from __future__ import annotations
+
+from avo_permissions.approval import build_env_approval_callback, required_tool_names
+from avo_permissions.callback import (
+    ApprovalRecord,
+    InteractivePrompter,
+    PermissionCallback,
+    build_approval_callback,
+    build_mode_callback,
+)
+from avo_permissions.modes import (
+    PLAN_TOOL_NAME,
+    Decision,
+    PermissionMode,
+    PermissionPolicy,
+    decide,
+    parse_tool_list,
+    permission_policy_from_env,
+    should_require_approval,
+)
+
+__all__ = [
+    "PLAN_TOOL_NAME",
+    "ApprovalRecord",
+    "Decision",
+    "InteractivePrompter",
+    "PermissionCallback",
+    "PermissionMode",
+    "PermissionPolicy",
+    "build_approval_callback",
+    "build_env_approval_callback",
+    "build_mode_callback",
+    "decide",
+    "parse_tool_list",
+    "permission_policy_from_env",
+    "required_tool_names",
+    "should_require_approval",
+]

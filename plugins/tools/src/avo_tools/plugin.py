@@ -1,0 +1,96 @@
+"""Entry points: one ``ToolSpec`` per tool, each with the risk its metadata declares.
+
+Importing this module is cheap: builders (and httpx, for web_fetch) are
+imported inside the factories. ``task`` has no entry point: it needs its
+parent runtime, so build it with :func:`avo_tools.task_tool.task_tool`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from avo.models import ToolRisk
+from avo.plugins import ToolSpec, provides
+
+
+class WebFetchSettings(BaseModel):
+    """``[tools.web_fetch.settings]``: addresses explicitly allowed (literal IPs only)."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow_networks: list[str] = []
+    max_redirects: int = 5
+
+
+def _builder(module: str, function: str) -> Any:
+    def factory(settings: dict[str, Any] | None = None) -> Any:
+        builder = getattr(importlib.import_module(f"avo_tools.{module}"), function)
+        return builder()
+
+    factory.__name__ = f"build_{function}"
+    return factory
+
+
+def _web_fetch_factory(settings: dict[str, Any] | None = None) -> Any:
+    from avo_tools.egress import EgressPolicy
+    from avo_tools.web_tools import web_fetch_tool
+
+    parsed = WebFetchSettings.model_validate(settings or {})
+    policy = EgressPolicy(
+        allow_networks=tuple(parsed.allow_networks), max_redirects=parsed.max_redirects
+    )
+    return web_fetch_tool(policy=policy)
+
+
+_CATALOG: tuple[tuple[str, str, str, ToolRisk, str], ...] = (
+    ("read_file", "file_tools", "read_file_tool", ToolRisk.INSPECT, "Read a workspace file."),
+    ("write_file", "file_tools", "write_file_tool", ToolRisk.MODIFY, "Write a workspace file."),
+    ("edit_file", "file_tools", "edit_file_tool", ToolRisk.MODIFY, "Exact-string file edit."),
+    ("batch_replace", "file_tools", "batch_replace_tool", ToolRisk.MODIFY, "Multi-file edits."),
+    ("glob", "search_tools", "glob_tool", ToolRisk.INSPECT, "Find files by glob."),
+    ("grep", "search_tools", "grep_tool", ToolRisk.INSPECT, "Regex search in files."),
+    ("symbols", "search_tools", "symbols_tool", ToolRisk.INSPECT, "Python symbol index."),
+    ("workspace_map", "search_tools", "workspace_map_tool", ToolRisk.INSPECT, "Workspace map."),
+    ("git_status", "git_tools", "git_status_tool", ToolRisk.INSPECT, "git status."),
+    ("git_diff", "git_tools", "git_diff_tool", ToolRisk.INSPECT, "git diff."),
+    ("git_commit", "git_tools", "git_commit_tool", ToolRisk.MODIFY, "git commit."),
+    ("lint", "shell_tool", "lint_tool", ToolRisk.INSPECT, "Lint in the sandbox."),
+    ("test_runner", "shell_tool", "test_runner_tool", ToolRisk.INSPECT, "pytest in the sandbox."),
+    ("run_shell", "shell_tool", "run_shell_tool", ToolRisk.EXECUTE, "Shell in the sandbox."),
+    ("submit_plan", "plan_tools", "submit_plan_tool", ToolRisk.INSPECT, "Submit a plan."),
+    ("plan_tasks", "plan_tools", "plan_tasks_tool", ToolRisk.INSPECT, "Task list."),
+    ("web_search", "web_tools", "web_search_tool", ToolRisk.EXECUTE, "Web search."),
+)
+
+SPECS: dict[str, ToolSpec] = {
+    name: ToolSpec(name=name, factory=_builder(module, fn), risk=risk, description=desc)
+    for name, module, fn, risk, desc in _CATALOG
+}
+SPECS["web_fetch"] = ToolSpec(
+    name="web_fetch",
+    factory=_web_fetch_factory,
+    risk=ToolRisk.EXECUTE,
+    description="Fetch a public URL through the egress policy.",
+    settings_model=WebFetchSettings,
+)
+
+read_file = provides(SPECS["read_file"])
+write_file = provides(SPECS["write_file"])
+edit_file = provides(SPECS["edit_file"])
+batch_replace = provides(SPECS["batch_replace"])
+glob = provides(SPECS["glob"])
+grep = provides(SPECS["grep"])
+symbols = provides(SPECS["symbols"])
+workspace_map = provides(SPECS["workspace_map"])
+git_status = provides(SPECS["git_status"])
+git_diff = provides(SPECS["git_diff"])
+git_commit = provides(SPECS["git_commit"])
+lint = provides(SPECS["lint"])
+test_runner = provides(SPECS["test_runner"])
+run_shell = provides(SPECS["run_shell"])
+submit_plan = provides(SPECS["submit_plan"])
+plan_tasks = provides(SPECS["plan_tasks"])
+web_fetch = provides(SPECS["web_fetch"])
+web_search = provides(SPECS["web_search"])
