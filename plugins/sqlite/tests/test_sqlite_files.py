@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from avo.exceptions import StorageError
 from avo.testing.stores import start_run
 from avo_sqlite import SQLiteEventStore

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from avo.events import EventType, RunLogState
 from avo.testing.stores import start_run
 from avo_sqlite import SQLiteEventStore

@@ -6,6 +6,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
 from avo.exceptions import AvoError, StorageError
 from avo.models import TokenUsage
 from avo.testing.stores import finish_run, start_run

@@ -118,6 +118,7 @@ def checkpoint(
     next_step: int = 2,
     completed: set[str] | None = None,
     fingerprints: list[str] | None = None,
+    script: list[Any] | None = None,
 ) -> Checkpoint:
     """A Checkpoint with every field set to something non-trivial."""
     return Checkpoint(
@@ -136,7 +137,7 @@ def checkpoint(
         completed_tool_call_ids=set(completed or set()),
         user_state={"k": [1, 2, {"ü": None}]},
         policy={"max_steps": 50, "nested": {"x": 1.5}},
-        provider_metadata={"provider_type": "fake", "cursor": next_step},
+        provider_metadata={"provider_type": "fake", "cursor": next_step, "script": script or []},
         pending_response=ModelResponse(
             tool_call=ToolCall(tool_call_id=f"call-{next_step}", name="echo", arguments={"n": 1})
         ),
@@ -204,6 +205,14 @@ class EventStoreConformance:
     async def make_store(self, location: Any) -> EventStore:
         """Open the store under test at ``location``."""
         raise NotImplementedError("subclasses implement make_store(location)")
+
+    async def settle(self, store: EventStore) -> None:
+        """Make ``store``'s acknowledged writes visible to other instances.
+
+        A no-op for stores that commit every write; a store that group-commits
+        effect-free writes (avo-sqlite) flushes here. Only the tests that read
+        through a second instance call it.
+        """
 
     @pytest.fixture
     def store_location(self, tmp_path: Path) -> Any:
@@ -455,6 +464,7 @@ class EventStoreConformance:
         messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}]
         completed: set[str] = set()
         fingerprints: list[str] = []
+        script: list[Any] = [{"content": f"answer {i}", "pad": "x" * 40} for i in range(30)]
         saved: Checkpoint | None = None
         for step in range(1, 13):
             messages = [*messages, {"role": "assistant", "content": f"a{step}", "n": step}]
@@ -466,19 +476,22 @@ class EventStoreConformance:
             if step == 8:  # same length, a middle message edited
                 messages = [*messages]
                 messages[2] = {"role": "user", "content": "edited"}
-            if step == 10:  # an id removed
+            if step == 10:  # an id removed, a large dict value replaced
                 completed = completed - {"call-1"}
+                script = [*script[:-1], {"content": "changed"}]
             cp = checkpoint(
                 run_id,
                 messages=messages,
                 next_step=step + 1,
                 completed=completed,
                 fingerprints=fingerprints,
+                script=script,
             )
             saved, _ = await store.save_checkpoint(cp, checkpointed(run_id, cp))
             latest = await store.get_latest_checkpoint(run_id)
             assert latest == saved, f"checkpoint after step {step} did not round-trip"
         if self.shares_location:
+            await self.settle(store)
             other = await self.make_store(store_location)
             try:
                 assert await other.get_latest_checkpoint(run_id) == saved
@@ -527,6 +540,7 @@ class EventStoreConformance:
                 next_step=4,
             )
             await store.save_checkpoint(cp3, checkpointed(run_id, cp3))
+            await self.settle(store)
             assert await other.get_latest_checkpoint(run_id) == cp3
             events = await other.get_events(run_id)
             assert _sequences(events) == list(range(1, len(events) + 1))

@@ -1,31 +1,39 @@
 """Delta checkpoints: each save writes only what changed since the previous one.
 
 A :class:`~avo.models.Checkpoint` is split into a small *head* (one row in
-``checkpoints``: state, counters, policy, provider snapshot, pending response)
-and the fields that grow with the run — ``messages``, the loop-detector
-histories and ``completed_tool_call_ids`` — kept as *lineages* of items in
-``checkpoint_items``. A lineage is identified by ``(run_id, field, base)``; a
-head records, per field, which lineage it uses and how many of its items.
+``checkpoints``: state, counters, pending response, references) and the parts
+that grow or repeat:
 
-Saving appends only the new items to the previous checkpoint's lineage when the
-new value extends the old one, so per-step bytes and time stay flat however
-long the run gets. When a value does not extend the previous one (a compacted
-conversation, a sliding window of fingerprints, a removed id), the field starts
-a new lineage holding its full value.
+- the fields that grow with the run — ``messages``, the loop-detector
+  histories and ``completed_tool_call_ids`` — kept as *lineages* of items in
+  ``checkpoint_items`` (identified by run, field and ``base``, the position of
+  the checkpoint that started the lineage). Saving appends only the new items
+  when the value extends the previous one; a value that does not (a compacted
+  conversation, a sliding window, a removed id) starts a new lineage holding
+  its full value. Whether a list extends the previous value is decided by
+  comparing the stored prefix in full (one C-level comparison in the worker
+  thread; the runtime shares message objects between checkpoints, so it is
+  mostly identity checks), the id set by inclusion: an edit anywhere is
+  never missed.
+- the dict fields ``policy``, ``provider_metadata`` and ``user_state``, stored
+  key by key: small values inline, large ones (a FakeProvider's script) once
+  in ``checkpoint_items`` and referenced while they stay equal. A whole field
+  equal to the previous checkpoint's is one reference.
 
-Whether a list extends the previous value is decided by comparing the stored
-prefix in full (one C-level list comparison in the worker thread, about 60 ns
-a message), the id set by inclusion: an edit anywhere is never missed.
+So per-step bytes and time stay flat however long the run gets, while
+:func:`load_latest` reassembles the full checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from avo.exceptions import StorageError
 from avo.models import Checkpoint
+from avo_sqlite._codec import dumps, from_us, key_range, row_key, to_us
 
 LIST_FIELDS: tuple[str, ...] = (
     "messages",
@@ -36,18 +44,16 @@ LIST_FIELDS: tuple[str, ...] = (
 )
 SET_FIELD = "completed_tool_call_ids"
 DELTA_FIELDS: tuple[str, ...] = (*LIST_FIELDS, SET_FIELD)
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON used for every stored value."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state")
+_HEAD_EXCLUDE = {*DELTA_FIELDS, *PART_FIELDS, "run_id", "checkpoint_id", "created_at"}
+_INLINE_LIMIT = 96  # bytes of JSON up to which a value is kept in the head row
+_SEP = "\x1f"
 
 
 @dataclass
 class _Lineage:
     base: int
     count: int
-    # What is needed to tell whether a new value extends this one.
     full: list[Any] | None = None
     members: set[str] | None = None
 
@@ -58,109 +64,183 @@ class CheckpointCursor:
 
     position: int
     lineages: dict[str, _Lineage]
+    # field -> (value, stored reference); (field, key) -> (value, base of its item row)
+    fields: dict[str, tuple[Any, list[Any]]] = field(default_factory=dict)
+    parts: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)
 
 
-def _lineage_for(name: str, base: int, value: Any) -> _Lineage:
+def _lineage(name: str, base: int, value: Any) -> _Lineage:
     if name == SET_FIELD:
         return _Lineage(base=base, count=len(value), members=set(value))
     return _Lineage(base=base, count=len(value), full=list(value))
 
 
+Row = tuple[int, str, int, int, str]
+
+
+def _save_lineage(
+    run_key: int, name: str, value: Any, old: _Lineage | None, position: int, rows: list[Row]
+) -> _Lineage:
+    if name == SET_FIELD:
+        members: set[str] = value
+        if old is not None and old.members is not None and old.members <= members:
+            start, base, new_items = old.count, old.base, sorted(members - old.members)
+        else:
+            start, base, new_items = 0, position, sorted(members)
+        lineage = _Lineage(base=base, count=start + len(new_items), members=set(members))
+    else:
+        if old is not None and old.full is not None and value[: old.count] == old.full:
+            start, base = old.count, old.base
+        else:
+            start, base = 0, position
+        new_items = value[start:]
+        lineage = _Lineage(base=base, count=len(value), full=list(value))
+    rows.extend(
+        (run_key, name, base, start + offset, dumps(item)) for offset, item in enumerate(new_items)
+    )
+    return lineage
+
+
+def _save_parts(
+    run_key: int,
+    name: str,
+    value: dict[str, Any],
+    cursor: CheckpointCursor | None,
+    position: int,
+    rows: list[Row],
+    out: CheckpointCursor,
+) -> list[Any]:
+    previous = cursor.fields.get(name) if cursor is not None else None
+    if previous is not None and previous[0] == value:
+        out.fields[name] = previous
+        for key in value:
+            if cursor is not None and (name, key) in cursor.parts:
+                out.parts[(name, key)] = cursor.parts[(name, key)]
+        return previous[1]
+    encoded: dict[str, list[Any]] = {}
+    for key, item in value.items():
+        old = cursor.parts.get((name, key)) if cursor is not None else None
+        if old is not None and old[0] == item:
+            encoded[key] = ["r", old[1]]
+            out.parts[(name, key)] = old
+            continue
+        text = dumps(item)
+        if len(text) <= _INLINE_LIMIT:
+            encoded[key] = ["i", item]
+        else:
+            rows.append((run_key, name + _SEP + key, position, 0, text))
+            encoded[key] = ["r", position]
+            out.parts[(name, key)] = (item, position)
+    text = dumps(encoded)
+    if len(text) <= _INLINE_LIMIT:
+        reference: list[Any] = ["i", encoded]
+    else:
+        rows.append((run_key, name, position, 0, text))
+        reference = ["r", position]
+    out.fields[name] = (value, reference)
+    return reference
+
+
 def save_delta(
     conn: sqlite3.Connection,
+    run_key: int,
     cursor: CheckpointCursor | None,
     checkpoint: Checkpoint,
 ) -> CheckpointCursor:
-    """Write ``checkpoint`` as a head row plus the items new since ``cursor``.
+    """Write ``checkpoint`` as a head row plus what is new since ``cursor``.
 
     Runs inside the caller's transaction. ``cursor`` must describe the run's
-    latest stored checkpoint (or be None when the run has none).
+    latest stored checkpoint (None when the run has none).
     """
-    run_id = checkpoint.run_id
     position = 1 if cursor is None else cursor.position + 1
-    lineages: dict[str, _Lineage] = {}
-    rows: list[tuple[str, str, int, int, str]] = []
+    rows: list[Row] = []
+    out = CheckpointCursor(position=position, lineages={})
     for name in DELTA_FIELDS:
-        value = getattr(checkpoint, name)
         old = cursor.lineages.get(name) if cursor is not None else None
-        if name == SET_FIELD:
-            members: set[str] = value
-            if old is not None and old.members is not None and old.members <= members:
-                added = sorted(members - old.members)
-                start, base = old.count, old.base
-                new_items: list[Any] = added
-            else:
-                start, base, new_items = 0, position, sorted(members)
-            lineage = _Lineage(base=base, count=start + len(new_items), members=set(members))
-        else:
-            if old is not None and old.full is not None and value[: old.count] == old.full:
-                start, base = old.count, old.base
-            else:
-                start, base = 0, position
-            new_items = value[start:]
-            lineage = _Lineage(base=base, count=len(value), full=list(value))
-        rows.extend(
-            (run_id, name, base, start + offset, dumps(item))
-            for offset, item in enumerate(new_items)
+        out.lineages[name] = _save_lineage(
+            run_key, name, getattr(checkpoint, name), old, position, rows
         )
-        lineages[name] = lineage
-    head = checkpoint.model_dump(mode="json", exclude=set(DELTA_FIELDS))
-    head["lineages"] = {name: [lin.base, lin.count] for name, lin in lineages.items()}
+    head = checkpoint.model_dump(mode="json", exclude=_HEAD_EXCLUDE)
+    head["lineages"] = {name: [lin.base, lin.count] for name, lin in out.lineages.items()}
+    head["parts"] = {
+        name: _save_parts(run_key, name, getattr(checkpoint, name), cursor, position, rows, out)
+        for name in PART_FIELDS
+    }
     if rows:
         conn.executemany(
-            "INSERT INTO checkpoint_items (run_id, field, base, idx, value) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO checkpoint_items (run_key, field, base, idx, value)"
+            " VALUES (?, ?, ?, ?, ?)",
             rows,
         )
     conn.execute(
-        "INSERT INTO checkpoints (run_id, position, checkpoint_id, created_at, head)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (run_id, position, checkpoint.checkpoint_id, head["created_at"], dumps(head)),
+        "INSERT INTO checkpoints (checkpoint_key, checkpoint_id, created_us, head)"
+        " VALUES (?, ?, ?, ?)",
+        (
+            row_key(run_key, position),
+            checkpoint.checkpoint_id,
+            to_us(checkpoint.created_at),
+            dumps(head),
+        ),
     )
-    return CheckpointCursor(position=position, lineages=lineages)
+    return out
 
 
-def latest_position(conn: sqlite3.Connection, run_id: str) -> int | None:
-    """The position of the run's latest checkpoint, or None."""
-    row = conn.execute(
-        "SELECT MAX(position) FROM checkpoints WHERE run_id = ?", (run_id,)
+def _item(conn: sqlite3.Connection, run_key: int, name: str, base: int) -> Any:
+    found = conn.execute(
+        "SELECT value FROM checkpoint_items WHERE run_key = ? AND field = ? AND base = ?"
+        " AND idx = 0",
+        (run_key, name, base),
     ).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    if found is None:
+        raise StorageError(f"a checkpoint is missing its {name!r} value; the database is damaged")
+    return json.loads(found[0])
 
 
 def load_latest(
-    conn: sqlite3.Connection, run_id: str
+    conn: sqlite3.Connection, run_id: str, run_key: int
 ) -> tuple[Checkpoint, CheckpointCursor] | None:
     """Read the run's latest checkpoint in full (and a cursor describing it)."""
+    low, high = key_range(run_key)
     row = conn.execute(
-        "SELECT position, head FROM checkpoints WHERE run_id = ? ORDER BY position DESC LIMIT 1",
-        (run_id,),
+        "SELECT checkpoint_key, checkpoint_id, created_us, head FROM checkpoints"
+        " WHERE checkpoint_key BETWEEN ? AND ? ORDER BY checkpoint_key DESC LIMIT 1",
+        (low, high),
     ).fetchone()
     if row is None:
         return None
-    position, raw_head = int(row[0]), row[1]
-    head: dict[str, Any] = json.loads(raw_head)
+    position = int(row[0]) - low
+    head: dict[str, Any] = json.loads(row[3])
     refs: dict[str, list[int]] = head.pop("lineages")
-    data = dict(head)
-    lineages: dict[str, _Lineage] = {}
+    stored_parts: dict[str, list[Any]] = head.pop("parts")
+    data = dict(head, run_id=run_id, checkpoint_id=row[1], created_at=from_us(int(row[2])))
+    cursor = CheckpointCursor(position=position, lineages={})
+    for name in PART_FIELDS:
+        kind, payload = stored_parts[name]
+        encoded = payload if kind == "i" else _item(conn, run_key, name, int(payload))
+        value: dict[str, Any] = {}
+        for key, (part_kind, part) in encoded.items():
+            if part_kind == "i":
+                value[key] = part
+            else:
+                value[key] = _item(conn, run_key, name + _SEP + key, int(part))
+                cursor.parts[(name, key)] = (value[key], int(part))
+        data[name] = value
+        cursor.fields[name] = (value, [kind, payload])
     for name in DELTA_FIELDS:
         base, count = refs[name]
         items = [
-            json.loads(value)
-            for (value,) in conn.execute(
-                "SELECT value FROM checkpoint_items WHERE run_id = ? AND field = ? AND base = ?"
+            json.loads(text)
+            for (text,) in conn.execute(
+                "SELECT value FROM checkpoint_items WHERE run_key = ? AND field = ? AND base = ?"
                 " AND idx < ? ORDER BY idx",
-                (run_id, name, base, count),
+                (run_key, name, base, count),
             )
         ]
         if len(items) != count:
-            from avo.exceptions import StorageError
-
             raise StorageError(
                 f"run {run_id}: checkpoint {position} is missing {name} items "
-                f"({len(items)} of {count} stored); the database is damaged"
+                f"({len(items)} of {count}); the database is damaged"
             )
         data[name] = set(items) if name == SET_FIELD else items
-        lineages[name] = _lineage_for(name, base, items)
-        lineages[name].count = count
-    checkpoint = Checkpoint.model_validate(data)
-    return checkpoint, CheckpointCursor(position=position, lineages=lineages)
+        cursor.lineages[name] = _lineage(name, base, items)
+    return Checkpoint.model_validate(data), cursor

@@ -38,59 +38,120 @@ from avo.exceptions import (
 from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
-
-from avo_sqlite._checkpoints import (
-    CheckpointCursor,
-    dumps,
-    latest_position,
-    load_latest,
-    save_delta,
-)
+from avo_sqlite._checkpoints import CheckpointCursor, load_latest, save_delta
+from avo_sqlite._codec import dumps, from_us, key_range, row_key, to_us
 from avo_sqlite._schema import open_database
 
 _CACHE_RUNS = 256
 _TERMINAL_VALUES = frozenset(kind.value for kind in TERMINAL_EVENT_TYPES)
 
 
-class SQLiteCore:
-    """One connection plus the per-run invariant and checkpoint caches."""
+BARRIER_EVENTS: frozenset[EventType] = frozenset(
+    {EventType.RUN_CREATED, EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED}
+    | TERMINAL_EVENT_TYPES
+)
+"""Events committed before the append returns: they precede or record a tool's effect,
+or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
 
-    def __init__(self, path: Path, *, synchronous: str) -> None:
+
+class SQLiteCore:
+    """One connection plus the per-run invariant and checkpoint caches.
+
+    Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
+    stays in the open transaction until the next barrier, or until
+    ``commit_delay`` seconds passed (the worker flushes it). What the database
+    holds after a crash is therefore always a prefix of each run's log in
+    which every tool start and result the process acted on is present.
+    """
+
+    def __init__(self, path: Path, *, synchronous: str, commit_delay: float) -> None:
         self.path = path
+        self.commit_delay = commit_delay
         self.conn = open_database(path, synchronous=synchronous)
+        self.pending_since: float | None = None
+        self._broken: StorageError | None = None
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
         self._cursors: OrderedDict[str, CheckpointCursor] = OrderedDict()
+        self._keys: dict[str, int] = {}
+        # Checks already made inside the open transaction (no other writer can interleave).
+        self._fresh: set[str] = set()
+        self._leases_checked: set[tuple[str, int | None]] = set()
 
     # ------------------------------------------------------------------ helpers
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.flush()
+        finally:
+            self.conn.close()
 
     def _forget(self, run_id: str) -> None:
         self._states.pop(run_id, None)
         self._cursors.pop(run_id, None)
+        self._fresh.discard(run_id)
+
+    def _error(self, action: str, exc: sqlite3.Error) -> StorageError:
+        return StorageError(f"SQLite error while {action} in {self.path}: {exc}")
+
+    def flush(self) -> None:
+        """Commit the writes buffered by group commit (no-op when there are none)."""
+        self.pending_since = None
+        self._fresh.clear()
+        self._leases_checked.clear()
+        if not self.conn.in_transaction:
+            return
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self._states.clear()
+            self._cursors.clear()
+            self._broken = StorageError(
+                f"committing buffered writes to {self.path} failed: {exc}; the writes since the "
+                "last tool boundary were lost, so this store refuses further use: reopen it"
+            )
+            raise self._broken from exc
 
     @contextmanager
-    def _write(self, run_id: str, action: str) -> Iterator[sqlite3.Connection]:
+    def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
+        if self._broken is not None:
+            raise self._broken
         conn = self.conn
+        outer = not conn.in_transaction
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if outer:
+                conn.execute("BEGIN IMMEDIATE")
+                self.pending_since = time.monotonic()
+            conn.execute("SAVEPOINT avo_write")
         except sqlite3.Error as exc:
-            raise StorageError(f"SQLite error while {action} in {self.path}: {exc}") from exc
+            raise self._error(action, exc) from exc
         try:
             yield conn
-            conn.execute("COMMIT")
+            conn.execute("RELEASE avo_write")
         except BaseException as exc:
             self._forget(run_id)
-            if conn.in_transaction:
+            conn.execute("ROLLBACK TO avo_write")
+            conn.execute("RELEASE avo_write")
+            if outer:
                 conn.execute("ROLLBACK")
+                self.flush()
             if isinstance(exc, sqlite3.Error):
-                raise StorageError(f"SQLite error while {action} in {self.path}: {exc}") from exc
+                raise self._error(action, exc) from exc
             raise
+        if barrier or self.commit_delay <= 0:
+            self.flush()
 
     def _read(self, action: str) -> Any:
         return _ReadGuard(self.path, action)
 
     def _check_lease(self, run_id: str, lease: Lease | None) -> None:
+        key = (run_id, None if lease is None else lease.token)
+        if key in self._leases_checked:
+            return
+        self._check_lease_row(run_id, lease)
+        self._leases_checked.add(key)
+
+    def _check_lease_row(self, run_id: str, lease: Lease | None) -> None:
         row = self.conn.execute(
             "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
         ).fetchone()
@@ -115,36 +176,55 @@ class SQLiteCore:
                 run_id=run_id,
             )
 
-    def _log_state(self, run_id: str) -> RunLogState:
-        """The run's invariant summary, reloaded if another writer appended meanwhile."""
-        row = self.conn.execute(
-            "SELECT MAX(sequence) FROM events WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        last = int(row[0]) if row and row[0] is not None else 0
-        state = self._states.get(run_id)
-        if state is None or state.last_sequence != last:
-            state = RunLogState.from_events(run_id, self._events(run_id))
-            self._states[run_id] = state
+    def _key(self, run_id: str, *, refresh: bool = False) -> int | None:
+        """The run's integer key (AUTOINCREMENT: never reused, so safe to cache)."""
+        if not refresh and run_id in self._keys:
+            return self._keys[run_id]
+        row = self.conn.execute("SELECT run_key FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            self._keys.pop(run_id, None)
+            return None
+        self._keys[run_id] = int(row[0])
+        return int(row[0])
+
+    def _log_state(self, run_id: str) -> tuple[RunLogState, int | None]:
+        """The run's invariant summary and key, reloaded if another writer appended meanwhile."""
+        cached = self._states.get(run_id)
+        if cached is not None and run_id in self._fresh:
+            return cached, self._keys.get(run_id)
+        key = self._key(run_id)
+        last = 0
+        if key is not None:
+            low, high = key_range(key)
+            row = self.conn.execute(
+                "SELECT MAX(event_key) FROM events WHERE event_key BETWEEN ? AND ?", (low, high)
+            ).fetchone()
+            last = 0 if row[0] is None else int(row[0]) - low
+        if cached is None or cached.last_sequence != last or cached.last_sequence == 0:
+            key = self._key(run_id, refresh=True)
+            cached = RunLogState.from_events(run_id, self._events(run_id, key))
+            self._cursors.pop(run_id, None)
+            self._states[run_id] = cached
             if len(self._states) > _CACHE_RUNS:
                 self._states.popitem(last=False)
         else:
             self._states.move_to_end(run_id)
-        return state
+        self._fresh.add(run_id)
+        return cached, key
 
-    def _append(self, state: RunLogState, event: AgentEvent) -> AgentEvent:
-        if not state.created and event.event_type is not EventType.RUN_CREATED:
+    def _append(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:
+        if key is None or (not state.created and event.event_type is not EventType.RUN_CREATED):
             raise RunNotFoundError(f"run {state.run_id} does not exist", run_id=state.run_id)
         validate_event_append(state, event)
         stored = event.model_copy(update={"sequence": state.last_sequence + 1})
         self.conn.execute(
-            "INSERT INTO events (run_id, sequence, event_id, event_type, created_at, payload,"
-            " parent_event_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (event_key, event_id, event_type, created_us, payload,"
+            " parent_event_id) VALUES (?, ?, ?, ?, ?, ?)",
             (
-                stored.run_id,
-                stored.sequence,
+                row_key(key, stored.sequence),
                 stored.event_id,
                 stored.event_type.value,
-                stored.created_at.isoformat(),
+                to_us(stored.created_at),
                 dumps(stored.payload),
                 stored.parent_event_id,
             ),
@@ -161,11 +241,12 @@ class SQLiteCore:
             run.run_id,
         )
         if insert:
-            self.conn.execute(
+            cursor = self.conn.execute(
                 "INSERT INTO runs (created_at, updated_at, state, record, run_id)"
                 " VALUES (?, ?, ?, ?, ?)",
                 params,
             )
+            self._keys[run.run_id] = int(cursor.lastrowid or 0)
             return
         cursor = self.conn.execute(
             "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
@@ -192,35 +273,39 @@ class SQLiteCore:
                 f"got {event.event_type.value}",
                 run_id=run.run_id,
             )
-        with self._write(run.run_id, "creating a run") as conn:
+        with self._write(run.run_id, "creating a run", barrier=True) as conn:
             self._check_lease(run.run_id, lease)
-            state = self._log_state(run.run_id)
             exists = conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
-            if exists is not None and not state.created:
+            if exists is not None:
                 raise EventInvariantError(
                     f"run {run.run_id}: run_created may appear only once", run_id=run.run_id
                 )
-            self._append(state, event)
             self._put_run(run, insert=True)
+            state = RunLogState(run_id=run.run_id)
+            self._append(state, self._keys[run.run_id], event)
+            self._states[run.run_id] = state
+            self._fresh.add(run.run_id)
         return run
 
     def append_event(self, event: AgentEvent, lease: Lease | None) -> AgentEvent:
-        with self._write(event.run_id, "appending an event"):
+        barrier = event.event_type in BARRIER_EVENTS
+        with self._write(event.run_id, "appending an event", barrier=barrier):
             self._check_lease(event.run_id, lease)
-            return self._append(self._log_state(event.run_id), event)
+            return self._append(*self._log_state(event.run_id), event)
 
     def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord, lease: Lease | None
     ) -> tuple[AgentEvent, RunRecord]:
         self._same_run(run.run_id, event)
-        with self._write(run.run_id, "appending an event"):
+        barrier = event.event_type in BARRIER_EVENTS
+        with self._write(run.run_id, "appending an event", barrier=barrier):
             self._check_lease(run.run_id, lease)
-            stored = self._append(self._log_state(run.run_id), event)
+            stored = self._append(*self._log_state(run.run_id), event)
             self._put_run(run, insert=False)
         return stored, run
 
     def update_run(self, run: RunRecord, lease: Lease | None) -> RunRecord:
-        with self._write(run.run_id, "updating a run"):
+        with self._write(run.run_id, "updating a run", barrier=False):
             self._check_lease(run.run_id, lease)
             self._put_run(run, insert=False)
         return run
@@ -230,15 +315,19 @@ class SQLiteCore:
     ) -> tuple[Checkpoint, AgentEvent]:
         run_id = checkpoint.run_id
         self._same_run(run_id, event)
-        with self._write(run_id, "saving a checkpoint") as conn:
+        with self._write(run_id, "saving a checkpoint", barrier=False) as conn:
             self._check_lease(run_id, lease)
-            stored = self._append(self._log_state(run_id), event)
+            state, key = self._log_state(run_id)
+            stored = self._append(state, key, event)
+            assert key is not None
             saved = checkpoint
+            # A cursor survives only while the run's sequence is unchanged since we cached
+            # it (_log_state drops it on reload): another writer's checkpoint moves it.
             cursor = self._cursors.get(run_id)
-            if cursor is None or cursor.position != latest_position(conn, run_id):
-                loaded = load_latest(conn, run_id)
+            if cursor is None:
+                loaded = load_latest(conn, run_id, key)
                 cursor = None if loaded is None else loaded[1]
-            self._cursors[run_id] = save_delta(conn, cursor, saved)
+            self._cursors[run_id] = save_delta(conn, key, cursor, saved)
             if len(self._cursors) > _CACHE_RUNS:
                 self._cursors.popitem(last=False)
         return saved, stored
@@ -252,16 +341,16 @@ class SQLiteCore:
     ) -> tuple[AgentEvent, AgentEvent]:
         self._same_run(run.run_id, state_event)
         self._same_run(run.run_id, terminal_event)
-        with self._write(run.run_id, "finalizing a run"):
+        with self._write(run.run_id, "finalizing a run", barrier=True):
             self._check_lease(run.run_id, lease)
-            state = self._log_state(run.run_id)
-            first = self._append(state, state_event)
-            second = self._append(state, terminal_event)
+            state, key = self._log_state(run.run_id)
+            first = self._append(state, key, state_event)
+            second = self._append(state, key, terminal_event)
             self._put_run(run, insert=False)
         return first, second
 
     def delete_run(self, run_id: str) -> bool:
-        with self._write(run_id, "deleting a run") as conn:
+        with self._write(run_id, "deleting a run", barrier=True) as conn:
             row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return False
@@ -269,18 +358,25 @@ class SQLiteCore:
                 raise StorageError(
                     f"run {run_id} is {row[0]}, not finished; only terminal runs can be deleted"
                 )
-            for table in ("events", "checkpoints", "checkpoint_items", "leases", "ledger_entries"):
+            key = self._key(run_id, refresh=True)
+            assert key is not None
+            low, high = key_range(key)
+            conn.execute("DELETE FROM events WHERE event_key BETWEEN ? AND ?", (low, high))
+            conn.execute(
+                "DELETE FROM checkpoints WHERE checkpoint_key BETWEEN ? AND ?", (low, high)
+            )
+            conn.execute("DELETE FROM checkpoint_items WHERE run_key = ?", (key,))
+            for table in ("leases", "ledger_entries", "job_checkpoints", "runs"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-            conn.execute("DELETE FROM job_checkpoints WHERE run_id = ?", (run_id,))
-            conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         self._forget(run_id)
+        self._keys.pop(run_id, None)
         return True
 
     # ------------------------------------------------------------------ leases
     def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
         if ttl <= 0:
             raise LeaseError(f"lease ttl must be positive seconds, got {ttl!r}", run_id=run_id)
-        with self._write(run_id, "acquiring a lease") as conn:
+        with self._write(run_id, "acquiring a lease", barrier=True) as conn:
             now = time.time()
             row = conn.execute(
                 "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
@@ -301,7 +397,7 @@ class SQLiteCore:
         return Lease(run_id, owner, token, datetime.fromtimestamp(now + ttl, UTC))
 
     def renew_lease(self, lease: Lease, ttl: float) -> Lease:
-        with self._write(lease.run_id, "renewing a lease") as conn:
+        with self._write(lease.run_id, "renewing a lease", barrier=True) as conn:
             self._check_lease(lease.run_id, lease)
             expires = time.time() + ttl
             conn.execute(
@@ -310,7 +406,7 @@ class SQLiteCore:
         return Lease(lease.run_id, lease.owner, lease.token, datetime.fromtimestamp(expires, UTC))
 
     def release_lease(self, lease: Lease) -> None:
-        with self._write(lease.run_id, "releasing a lease") as conn:
+        with self._write(lease.run_id, "releasing a lease", barrier=True) as conn:
             conn.execute(
                 "UPDATE leases SET owner = NULL, expires_at = 0"
                 " WHERE run_id = ? AND token = ? AND owner = ?",
@@ -318,28 +414,31 @@ class SQLiteCore:
             )
 
     # ------------------------------------------------------------------ reads
-    def _events(self, run_id: str) -> list[AgentEvent]:
+    def _events(self, run_id: str, key: int | None) -> list[AgentEvent]:
+        if key is None:
+            return []
+        low, high = key_range(key)
         rows = self.conn.execute(
-            "SELECT run_id, sequence, event_id, event_type, created_at, payload, parent_event_id"
-            " FROM events WHERE run_id = ? ORDER BY sequence",
-            (run_id,),
+            "SELECT event_key, event_id, event_type, created_us, payload, parent_event_id"
+            " FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
+            (low, high),
         ).fetchall()
         return [
             AgentEvent(
-                run_id=row[0],
-                sequence=row[1],
-                event_id=row[2],
-                event_type=EventType(row[3]),
-                created_at=datetime.fromisoformat(row[4]),
-                payload=json.loads(row[5]),
-                parent_event_id=row[6],
+                run_id=run_id,
+                sequence=int(row[0]) - low,
+                event_id=row[1],
+                event_type=EventType(row[2]),
+                created_at=from_us(int(row[3])),
+                payload=json.loads(row[4]),
+                parent_event_id=row[5],
             )
             for row in rows
         ]
 
     def get_events(self, run_id: str) -> list[AgentEvent]:
         with self._read("reading events"):
-            return self._events(run_id)
+            return self._events(run_id, self._key(run_id, refresh=True))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._read("reading a run"):
@@ -357,11 +456,16 @@ class SQLiteCore:
 
     def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         with self._read("reading a checkpoint"):
-            self.conn.execute("BEGIN")
-            try:
-                loaded = load_latest(self.conn, run_id)
-            finally:
-                self.conn.execute("COMMIT")
+            if self.conn.in_transaction:  # our own buffered writes are visible to us
+                key = self._key(run_id, refresh=True)
+                loaded = None if key is None else load_latest(self.conn, run_id, key)
+            else:
+                self.conn.execute("BEGIN")
+                try:
+                    key = self._key(run_id, refresh=True)
+                    loaded = None if key is None else load_latest(self.conn, run_id, key)
+                finally:
+                    self.conn.execute("COMMIT")
         return None if loaded is None else loaded[0]
 
     def is_terminal_run(self, run_id: str) -> bool:
@@ -371,9 +475,11 @@ class SQLiteCore:
                 return False
             if is_terminal(RunState(row[0])):
                 return True
+            low, high = key_range(self._key(run_id, refresh=True) or 0)
             last = self.conn.execute(
-                "SELECT event_type FROM events WHERE run_id = ? ORDER BY sequence DESC LIMIT 1",
-                (run_id,),
+                "SELECT event_type FROM events WHERE event_key BETWEEN ? AND ?"
+                " ORDER BY event_key DESC LIMIT 1",
+                (low, high),
             ).fetchone()
         return last is not None and last[0] in _TERMINAL_VALUES
 

@@ -1,5 +1,11 @@
 """Opening an avo SQLite file: identity and version checks, pragmas, tables.
 
+Keys: a run has an integer ``run_key`` (AUTOINCREMENT, never reused); an
+event's rowid is ``run_key << 32 | sequence`` and a checkpoint's
+``run_key << 32 | position``, so a run's events are one contiguous rowid range
+with no second index, and rows stay in rowid tables (large payloads are stored
+in place, not in mostly-empty overflow pages as WITHOUT ROWID tables would).
+
 One schema serves every avo-sqlite store (event store, checkpoint store,
 ledger, conversations), so they can share one ``avo.db``. Opening never
 changes a file it refuses: the checks (readable SQLite, an avo file or an
@@ -24,7 +30,8 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
+    run_key INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     state TEXT NOT NULL,
@@ -32,31 +39,28 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at);
 CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
+    event_key INTEGER PRIMARY KEY,
     event_id TEXT NOT NULL,
     event_type TEXT NOT NULL,
-    created_at TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
     payload TEXT NOT NULL,
-    parent_event_id TEXT,
-    PRIMARY KEY (run_id, sequence)
-) WITHOUT ROWID;
+    parent_event_id TEXT
+);
 CREATE TABLE IF NOT EXISTS checkpoints (
-    run_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
+    checkpoint_key INTEGER PRIMARY KEY,
     checkpoint_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    head TEXT NOT NULL,
-    PRIMARY KEY (run_id, position)
-) WITHOUT ROWID;
+    created_us INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS checkpoint_items (
-    run_id TEXT NOT NULL,
+    run_key INTEGER NOT NULL,
     field TEXT NOT NULL,
     base INTEGER NOT NULL,
     idx INTEGER NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (run_id, field, base, idx)
-) WITHOUT ROWID;
+    value TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS checkpoint_items_key
+    ON checkpoint_items (run_key, field, base, idx);
 CREATE TABLE IF NOT EXISTS leases (
     run_id TEXT PRIMARY KEY,
     owner TEXT,

@@ -11,7 +11,6 @@ from types import TracebackType
 from typing import Self
 
 from avo.exceptions import StorageError
-
 from avo_sqlite._schema import open_database
 
 

@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from avo.exceptions import StorageError
-from avo.models import utc_now
 from pydantic import JsonValue
 
+from avo.exceptions import StorageError
+from avo.models import utc_now
 from avo_sqlite._sync import SyncSQLiteStore
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from avo.exceptions import StorageError
 from avo.models import utc_now
-
 from avo_sqlite._sync import SyncSQLiteStore
 
 _COLUMNS = "session_id, sequence, role, content, metadata, created_at"

@@ -8,7 +8,6 @@ from decimal import Decimal, InvalidOperation
 
 from avo.exceptions import StorageError
 from avo.models import TokenUsage, utc_now
-
 from avo_sqlite._sync import SyncSQLiteStore
 
 _COLUMNS = "id, run_id, step, model, input_tokens, output_tokens, cost_usd, created_at"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -18,8 +17,8 @@ from avo.events import AgentEvent
 from avo.exceptions import StorageError
 from avo.models import Checkpoint, RunRecord
 from avo.storage.leases import Lease
-
 from avo_sqlite._core import SQLiteCore
+from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
 
@@ -39,20 +38,33 @@ class SQLiteEventStore:
 
     ``synchronous`` is SQLite's ``PRAGMA synchronous``: ``"NORMAL"`` (default)
     survives any process crash; ``"FULL"`` also survives power loss at the cost
-    of one fsync per write.
+    of one fsync per commit.
+
+    ``commit_delay`` (seconds) is the group-commit window: writes that neither
+    precede nor record a tool's effect (state changes, model responses,
+    checkpoints) are committed together with the next tool start/result or
+    terminal event, or at the latest ``commit_delay`` after the first of them.
+    A crash therefore loses at most that window of effect-free events: the
+    stored log is always a prefix that resume handles. ``0`` commits every
+    write on its own.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "NORMAL",
+        commit_delay: float = 0.005,
+    ) -> None:
         self.path = _location_to_path(path)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="avo-sqlite")
+        if commit_delay < 0:
+            raise StorageError(f"commit_delay must be >= 0 seconds, got {commit_delay!r}")
         self._closed = False
-        try:
-            self._core = self._executor.submit(
-                SQLiteCore, self.path, synchronous=synchronous
-            ).result()
-        except BaseException:
-            self._executor.shutdown(wait=False)
-            raise
+        location = self.path
+        self._worker = Worker(
+            lambda: SQLiteCore(location, synchronous=synchronous, commit_delay=commit_delay)
+        )
+        self._core = self._worker.core
 
     def __repr__(self) -> str:
         return f"SQLiteEventStore({str(self.path)!r})"
@@ -60,8 +72,7 @@ class SQLiteEventStore:
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await asyncio.wrap_future(self._worker.submit(fn, *args))
 
     # ------------------------------------------------------------------ protocol
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
@@ -118,10 +129,8 @@ class SQLiteEventStore:
         """Close the connection and stop the worker thread (idempotent)."""
         if self._closed:
             return
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._core.close)
         self._closed = True
-        self._executor.shutdown(wait=False)
+        await asyncio.to_thread(self._worker.stop)
 
     async def __aenter__(self) -> SQLiteEventStore:
         return self
@@ -142,6 +151,10 @@ class SQLiteEventStore:
         that is not terminal.
         """
         return await self._call(self._core.delete_run, run_id)
+
+    async def flush(self) -> None:
+        """Commit group-committed writes now (visible to other connections, durable)."""
+        await self._call(self._core.flush)
 
     async def database_bytes(self) -> int:
         """Bytes of the database in use (pages minus free pages)."""

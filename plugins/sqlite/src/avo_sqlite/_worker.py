@@ -1,0 +1,86 @@
+"""The store's single worker thread: runs every SQLite call and flushes group commits."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from avo_sqlite._core import SQLiteCore
+
+_STOP = object()
+
+
+class Worker:
+    """One thread owning one :class:`SQLiteCore`; calls are queued and run in order.
+
+    While the core holds buffered writes, the thread waits for the next call at
+    most until ``commit_delay`` seconds after the buffer was opened, then commits.
+    """
+
+    def __init__(self, make_core: Callable[[], SQLiteCore]) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._ready: Future[SQLiteCore] = Future()
+        self._thread = threading.Thread(
+            target=self._main, args=(make_core,), name="avo-sqlite", daemon=True
+        )
+        self._thread.start()
+        self.core = self._ready.result()  # re-raises the open error (StorageError)
+        atexit.register(self.stop)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Queue ``fn(*args)`` for the worker thread."""
+        future: Future[Any] = Future()
+        self._queue.put((fn, args, future))
+        return future
+
+    def stop(self) -> None:
+        """Flush, close the connection and end the thread (idempotent)."""
+        atexit.unregister(self.stop)
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+
+    def _main(self, make_core: Callable[[], SQLiteCore]) -> None:
+        try:
+            core = make_core()
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            return
+        self._ready.set_result(core)
+        while True:
+            timeout = None
+            if core.pending_since is not None:
+                timeout = max(0.0, core.pending_since + core.commit_delay - time.monotonic())
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                self._flush(core)
+                continue
+            if item is _STOP:
+                with contextlib.suppress(Exception):  # a failed flush was already reported
+                    core.close()
+                return
+            fn, args, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+            if (
+                core.pending_since is not None
+                and time.monotonic() - core.pending_since >= core.commit_delay
+            ):
+                self._flush(core)
+
+    @staticmethod
+    def _flush(core: SQLiteCore) -> None:
+        # A failed flush is kept by the core and raised on its next call.
+        with contextlib.suppress(Exception):
+            core.flush()
