@@ -1,4 +1,4 @@
-"""``avo plugin show|remove|init`` (install/remove through pip: tests/test_third_party_plugin.py)."""
+"""``avo plugin show|remove|init``; pip install/remove: tests/test_third_party_plugin.py."""
 
 from __future__ import annotations
 
