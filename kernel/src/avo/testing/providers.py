@@ -119,6 +119,12 @@ ScriptItem = ScriptedResponse | Callable[[RecordedRequest], ScriptedResponse]
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without TCP_NODELAY, Nagle's
+        # algorithm meets the client's delayed ACK and every response waits ~40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         return
 
