@@ -43,7 +43,8 @@ def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
         "content": json_safe_content(content),
     }
     decoded = parse_json_content(content)
-    if isinstance(decoded, dict) and decoded.get("success") is False:
+    # The runtime records a failed tool call as ``{"error": "..."}``.
+    if isinstance(decoded, dict) and set(decoded) == {"error"}:
         block["is_error"] = True
     return block
 

@@ -1,0 +1,255 @@
+"""Wire-format details: prompt caching, <think> splitting, schema rewriting, errors, timeouts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from avo.exceptions import ProviderError
+from avo.models import ModelRequest, TokenUsage, ToolMetadata
+from avo.providers.streaming import collect_stream
+from avo.testing.providers import ScriptedHTTPServer, ScriptedResponse
+from avo_providers.anthropic import AnthropicProvider, build_anthropic_payload
+from avo_providers.base_http import ProviderConfig
+from avo_providers.gemini import GeminiProvider, build_gemini_payload, gemini_schema
+from avo_providers.http_common import ProviderHTTPError, redact_text
+from avo_providers.ollama import OllamaProvider
+from avo_providers.openai_compatible import OpenAICompatibleProvider
+from avo_providers.wire_fakes import AnthropicWire, OpenAIWire
+
+KEY = "sk-detail-key-0123456789"
+USAGE = TokenUsage(input_tokens=4, output_tokens=2)
+TOOL = ToolMetadata(
+    name="lookup",
+    description="Look something up.",
+    input_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
+
+
+def cfg(url: str) -> ProviderConfig:
+    return ProviderConfig(model="m", api_key=KEY, base_url=url)
+
+
+def conversation(**extra: object) -> ModelRequest:
+    return ModelRequest(
+        run_id="r",
+        step=3,
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Find x."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "lookup", "arguments": '{"q": "x"}'},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_1",
+                "name": "lookup",
+                "content": json.dumps({"error": "not found"}),
+            },
+            {"role": "user", "content": "Try again."},
+        ],
+        tools=[TOOL],
+        **extra,
+    )
+
+
+# ------------------------------------------------------------ Anthropic
+def test_anthropic_prompt_cache_breakpoints() -> None:
+    payload = build_anthropic_payload(
+        conversation(cache=True, cache_prefix_messages=2), model="m", max_tokens=10, stream=False
+    )
+    assert payload["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert payload["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    messages = payload["messages"]
+    # Prefix: the first non-system message; tail: the last turn.
+    assert messages[0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert messages[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    marks = json.dumps(payload).count("cache_control")
+    assert marks <= 4
+    plain = build_anthropic_payload(conversation(), model="m", max_tokens=10, stream=False)
+    assert "cache_control" not in json.dumps(plain)
+
+
+def test_anthropic_merges_tool_result_with_following_user_turn_and_flags_errors() -> None:
+    payload = build_anthropic_payload(conversation(), model="m", max_tokens=10, stream=False)
+    roles = [m["role"] for m in payload["messages"]]
+    assert roles == ["user", "assistant", "user"]
+    result, follow_up = payload["messages"][-1]["content"]
+    assert result["type"] == "tool_result"
+    assert result["is_error"] is True
+    assert follow_up == {"type": "text", "text": "Try again."}
+
+
+async def test_anthropic_cached_request_goes_over_the_wire() -> None:
+    async with ScriptedHTTPServer([AnthropicWire().text("ok", USAGE)]) as server:
+        provider = AnthropicProvider(cfg(server.url))
+        await provider.generate(conversation(cache=True))
+        await provider.aclose()
+    body = server.requests[0].json()
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+async def test_anthropic_stream_error_event_is_retryable_and_named() -> None:
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {}}}),
+        (
+            "error",
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        ),
+    ]
+    async with ScriptedHTTPServer([ScriptedResponse.sse(events)]) as server:
+        provider = AnthropicProvider(cfg(server.url))
+        with pytest.raises(ProviderError) as info:
+            await collect_stream(provider, conversation())
+        await provider.aclose()
+    assert info.value.retryable is True
+    assert "Anthropic stream error: overloaded_error" in str(info.value)
+
+
+async def test_anthropic_thinking_goes_to_the_thought_channel() -> None:
+    wire = AnthropicWire()
+    stream = wire.text_stream("Answer.", USAGE)
+    thinking = (
+        b"event: content_block_delta\n"
+        b'data: {"type": "content_block_delta", "index": 0, '
+        b'"delta": {"type": "thinking_delta", "thinking": "pondering"}}\n\n'
+    )
+    stream.chunks = [stream.chunks[0], thinking, *stream.chunks[1:]]
+    async with ScriptedHTTPServer([stream]) as server:
+        provider = AnthropicProvider(cfg(server.url))
+        chunks = [chunk async for chunk in provider.stream(conversation())]
+        await provider.aclose()
+    assert "".join(c.thought for c in chunks) == "pondering"
+    assert "".join(c.text for c in chunks) == "Answer."
+
+
+# ------------------------------------------------------------ OpenAI
+async def test_think_tags_are_split_in_generate_and_stream() -> None:
+    wire = OpenAIWire()
+    text = "<think>step by step</think>The answer is 4."
+    async with ScriptedHTTPServer([wire.text(text, USAGE), wire.text_stream(text, USAGE)]) as srv:
+        provider = OpenAICompatibleProvider(cfg(srv.url))
+        generated = await provider.generate(conversation())
+        chunks = [chunk async for chunk in provider.stream(conversation())]
+        await provider.aclose()
+    assert generated.content == "The answer is 4."
+    assert "".join(c.text for c in chunks) == "The answer is 4."
+    assert "".join(c.thought for c in chunks) == "step by step"
+
+
+async def test_first_of_several_tool_calls_wins() -> None:
+    body = json.loads(OpenAIWire().tool_call("call_a", "lookup", {"q": "a"}, USAGE).body)
+    second = {"id": "call_b", "type": "function", "function": {"name": "x", "arguments": "{}"}}
+    body["choices"][0]["message"]["tool_calls"].append(second)
+    async with ScriptedHTTPServer([ScriptedResponse.json(body)]) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url))
+        response = await provider.generate(conversation())
+        await provider.aclose()
+    assert response.tool_call is not None
+    assert response.tool_call.tool_call_id == "call_a"
+
+
+async def test_error_object_in_a_200_response_is_malformed() -> None:
+    body = {"error": {"message": "upstream exploded", "code": 502}}
+    async with ScriptedHTTPServer([ScriptedResponse.json(body)]) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url))
+        with pytest.raises(ProviderError, match="OpenAI returned a malformed response"):
+            await provider.generate(conversation())
+        await provider.aclose()
+
+
+async def test_rate_limit_headers_are_exposed() -> None:
+    limited = ScriptedResponse.json(
+        {"error": {"message": "slow down"}}, status=429, headers={"retry-after-ms": "1500"}
+    )
+    async with ScriptedHTTPServer([limited]) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url))
+        with pytest.raises(ProviderHTTPError) as info:
+            await provider.generate(conversation())
+        await provider.aclose()
+    assert info.value.status_code == 429
+    assert info.value.retry_after == 1.5
+    assert info.value.retryable is True
+    assert "retry after 1.5s" in str(info.value)
+
+
+async def test_timeout_is_retryable() -> None:
+    slow = OpenAIWire().text("late", USAGE)
+    slow.delay_seconds = 2
+    async with ScriptedHTTPServer([slow]) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url), request_timeout_seconds=0.1)
+        with pytest.raises(ProviderError) as info:
+            await provider.generate(conversation())
+        await provider.aclose()
+    assert info.value.retryable is True
+    assert "OpenAI request timed out after 0.1s" in str(info.value)
+
+
+def test_redact_text_masks_known_and_key_shaped_secrets() -> None:
+    text = f"bad key {KEY}; Authorization: Bearer abcdef123456; custom my-secret-value"
+    redacted = redact_text(text, "my-secret-value")
+    assert KEY not in redacted
+    assert "abcdef123456" not in redacted
+    assert "my-secret-value" not in redacted
+
+
+# ------------------------------------------------------------ Gemini / Ollama
+def test_gemini_schema_inlines_refs_and_drops_unsupported_keys() -> None:
+    schema = {
+        "type": "object",
+        "title": "Args",
+        "additionalProperties": False,
+        "$defs": {"Unit": {"type": "string", "enum": ["c", "f"], "title": "Unit"}},
+        "properties": {
+            "unit": {"$ref": "#/$defs/Unit"},
+            "days": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+            "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+        },
+        "required": ["unit"],
+    }
+    assert gemini_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "days": {"type": "integer", "nullable": True},
+            "tags": {"type": "array", "nullable": True, "items": {"type": "string"}},
+        },
+        "required": ["unit"],
+    }
+
+
+def test_gemini_wraps_non_object_tool_results() -> None:
+    request = conversation()
+    request.messages[3]["content"] = json.dumps(["a", "b"])
+    payload = build_gemini_payload(request, max_tokens=5)
+    response = payload["contents"][-1]["parts"][0]["functionResponse"]
+    assert response == {"name": "lookup", "response": {"result": ["a", "b"]}}
+
+
+async def test_gemini_key_is_a_header_not_a_query_parameter() -> None:
+    from avo_providers.wire_fakes import GeminiWire
+
+    async with ScriptedHTTPServer([GeminiWire().text("hi", USAGE)]) as server:
+        provider = GeminiProvider(cfg(server.url))
+        await provider.generate(conversation())
+        await provider.aclose()
+    assert server.requests[0].header("x-goog-api-key") == KEY
+    assert KEY not in server.requests[0].path
+
+
+async def test_ollama_stream_error_line_fails_naming_ollama() -> None:
+    stream = ScriptedResponse.ndjson([{"error": "model 'm' not found, try pulling it first"}])
+    async with ScriptedHTTPServer([stream]) as server:
+        provider = OllamaProvider(ProviderConfig(model="m", base_url=server.url))
+        with pytest.raises(ProviderError, match="Ollama returned a malformed response"):
+            await collect_stream(provider, conversation())
+        await provider.aclose()
