@@ -40,8 +40,17 @@ _SET_FIELDS = frozenset({"completed_tool_call_ids"})
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON text, as stored in ``json`` columns."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON text, as stored in ``json`` columns.
+
+    Non-ASCII text is stored as is, unless it holds something UTF-8 cannot
+    encode (a lone surrogate), which is then escaped instead of failing.
+    """
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"))
+    return text
 
 
 @dataclass
@@ -49,6 +58,7 @@ class CachedLists:
     """The list fields of the latest checkpoint this instance knows, as stored."""
 
     ordinal: int
+    checkpoint_id: str | None = None
     lists: dict[str, list[Any]] = field(default_factory=dict)
 
 
@@ -77,10 +87,13 @@ async def load_lists(conn: Any, run_id: str, ordinal: int) -> CachedLists:
     cached = CachedLists(ordinal=ordinal, lists={name: [] for name in LIST_FIELDS})
     if ordinal == 0:
         return cached
-    lengths_text = await conn.fetchval(
-        "SELECT lengths FROM avo_checkpoints WHERE run_id = $1 AND ordinal = $2", run_id, ordinal
+    row = await conn.fetchrow(
+        "SELECT checkpoint_id, lengths FROM avo_checkpoints WHERE run_id = $1 AND ordinal = $2",
+        run_id,
+        ordinal,
     )
-    lengths: dict[str, int] = json.loads(lengths_text) if lengths_text else {}
+    lengths: dict[str, int] = json.loads(row["lengths"]) if row else {}
+    cached.checkpoint_id = row["checkpoint_id"] if row else None
     rows = await conn.fetch(
         "SELECT field, position, value FROM avo_checkpoint_items WHERE run_id = $1 "
         "ORDER BY field, position",
@@ -139,7 +152,7 @@ async def write_checkpoint(
         dumps(head),
         dumps(lengths),
     )
-    return CachedLists(ordinal=ordinal, lists=new_lists)
+    return CachedLists(ordinal=ordinal, checkpoint_id=checkpoint.checkpoint_id, lists=new_lists)
 
 
 async def read_latest(conn: Any, run_id: str) -> Checkpoint | None:

@@ -34,7 +34,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             log_state         text NOT NULL DEFAULT 'created',
             model_responded   boolean NOT NULL DEFAULT false,
             last_sequence     bigint NOT NULL DEFAULT 0,
-            checkpoint_ordinal bigint NOT NULL DEFAULT 0
+            checkpoint_ordinal bigint NOT NULL DEFAULT 0,
+            checkpoint_id     text
         );
         CREATE INDEX avo_runs_newest ON avo_runs (created_at DESC, insert_order DESC);
 

@@ -39,7 +39,6 @@ from avo.exceptions import EventInvariantError, LeaseError, RunNotFoundError, St
 from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
-
 from avo_postgres import leases
 from avo_postgres.checkpoints import CachedLists, dumps, load_lists, read_latest, write_checkpoint
 from avo_postgres.connection import (
@@ -57,7 +56,7 @@ _TOOL_RESULT_TYPES = (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
 
 _LOCK_RUN = (
     "SELECT log_created, log_terminal, log_state, model_responded, last_sequence, "
-    "checkpoint_ordinal FROM avo_runs WHERE run_id = $1 FOR UPDATE"
+    "checkpoint_ordinal, checkpoint_id FROM avo_runs WHERE run_id = $1 FOR UPDATE"
 )
 
 
@@ -75,6 +74,8 @@ class _Writer:
             last_sequence=row["last_sequence"],
         )
         self.checkpoint_ordinal: int = row["checkpoint_ordinal"]
+        self.checkpoint_id: str | None = row["checkpoint_id"]
+        self.pending: list[AgentEvent] = []
 
 
 class PostgresEventStore:
@@ -311,9 +312,13 @@ class PostgresEventStore:
             writer = await self._lock(conn, run_id, token)
             stored_event = await self._insert_event(conn, writer, event)
             previous = self._checkpoint_cache.get(run_id)
-            if previous is None or previous.ordinal != writer.checkpoint_ordinal:
+            if previous is None or (previous.ordinal, previous.checkpoint_id) != (
+                writer.checkpoint_ordinal,
+                writer.checkpoint_id,
+            ):  # another writer checkpointed since (or the cache is cold): read them back
                 previous = await load_lists(conn, run_id, writer.checkpoint_ordinal)
             writer.checkpoint_ordinal += 1
+            writer.checkpoint_id = checkpoint.checkpoint_id
             cached = await write_checkpoint(conn, checkpoint, writer.checkpoint_ordinal, previous)
             await self._save_summary(conn, writer, run=None)
         self._checkpoint_cache[run_id] = cached
@@ -334,23 +339,18 @@ class PostgresEventStore:
         return _Writer(run_id, row)
 
     async def _insert_event(self, conn: Any, writer: _Writer, event: AgentEvent) -> AgentEvent:
+        """Validate ``event`` against the locked log and stage it with the next sequence.
+
+        Staged events are written by :meth:`_save_summary`, in the same statement
+        as the summary update (one round trip for the common single append).
+        """
         log = writer.log
         if event.event_type in _TOOL_RESULT_TYPES:
             await self._load_tool_call(conn, writer, event)
         validate_event_append(log, event)
         stored = event.model_copy(update={"sequence": log.last_sequence + 1})
-        await conn.execute(
-            "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
-            "payload, parent_event_id) VALUES ($1, $2, $3, $4, $5, $6::json, $7)",
-            stored.run_id,
-            stored.sequence,
-            stored.event_id,
-            stored.event_type.value,
-            stored.created_at,
-            dumps(stored.payload),
-            stored.parent_event_id,
-        )
         log.apply(stored)
+        writer.pending.append(stored)
         return stored
 
     async def _load_tool_call(self, conn: Any, writer: _Writer, event: AgentEvent) -> None:
@@ -372,8 +372,9 @@ class PostgresEventStore:
                 writer.log.finished_tool_calls.add(call_id)
 
     async def _save_summary(self, conn: Any, writer: _Writer, *, run: RunRecord | None) -> None:
+        """Write the staged events, the log summary and (when given) the run record."""
         log = writer.log
-        summary = (
+        args: list[Any] = [
             writer.run_id,
             log.created,
             log.terminal,
@@ -381,23 +382,40 @@ class PostgresEventStore:
             log.model_responded,
             log.last_sequence,
             writer.checkpoint_ordinal,
+            writer.checkpoint_id,
+        ]
+        sets = (
+            "log_created = $2, log_terminal = $3, log_state = $4, model_responded = $5, "
+            "last_sequence = $6, checkpoint_ordinal = $7, checkpoint_id = $8"
         )
-        sql = (
-            "UPDATE avo_runs SET log_created = $2, log_terminal = $3, log_state = $4, "
-            "model_responded = $5, last_sequence = $6, checkpoint_ordinal = $7"
-        )
-        if run is None:
-            await conn.execute(sql + " WHERE run_id = $1", *summary)
-            return
-        if run.run_id != writer.run_id:
-            raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
-        await conn.execute(
-            sql + ", state = $8, updated_at = $9, record = $10::json WHERE run_id = $1",
-            *summary,
-            run.state.value,
-            run.updated_at,
-            run.model_dump_json(),
-        )
+        if run is not None:
+            if run.run_id != writer.run_id:
+                raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
+            n = len(args)
+            sets += f", state = ${n + 1}, updated_at = ${n + 2}, record = ${n + 3}::json"
+            args += [run.state.value, run.updated_at, run.model_dump_json()]
+        prefix = ""
+        if writer.pending:
+            n = len(args)
+            prefix = (
+                "WITH staged AS (INSERT INTO avo_events (run_id, sequence, event_id, event_type, "
+                "created_at, payload, parent_event_id) SELECT $1, e.seq, e.id, e.kind, e.at, "
+                "e.payload::json, e.parent FROM unnest("
+                f"${n + 1}::bigint[], ${n + 2}::text[], ${n + 3}::text[], "
+                f"${n + 4}::timestamptz[], ${n + 5}::text[], ${n + 6}::text[]"
+                ") AS e(seq, id, kind, at, payload, parent)) "
+            )
+            events = writer.pending
+            args += [
+                [e.sequence for e in events],
+                [e.event_id for e in events],
+                [e.event_type.value for e in events],
+                [e.created_at for e in events],
+                [dumps(e.payload) for e in events],
+                [e.parent_event_id for e in events],
+            ]
+            writer.pending = []
+        await conn.execute(f"{prefix}UPDATE avo_runs SET {sets} WHERE run_id = $1", *args)
 
     # ------------------------------------------------------------ leases
     async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
