@@ -9,7 +9,7 @@ key redaction are handled once, here.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -196,7 +196,7 @@ class HTTPProvider:
         data = decode_json(self.vendor, response.text)
         return self._response(lambda: self.parse_response(data))
 
-    async def _lines(self, request: ModelRequest) -> AsyncIterator[str]:
+    async def _lines(self, request: ModelRequest) -> AsyncGenerator[str, None]:
         import httpx
 
         payload = self.build_payload(request, stream=True)
@@ -257,7 +257,7 @@ class HTTPProvider:
                 retryable=False,
             ) from None
         finally:
-            await lines.aclose()  # type: ignore[attr-defined]
+            await lines.aclose()
         try:
             assembler.build()
         except ProviderError as exc:

@@ -169,7 +169,7 @@ def decode_json(vendor: str, text: str) -> Any:
     """``json.loads`` that fails as a ProviderError naming the vendor."""
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         snippet = text[:80]
         raise malformed(vendor, f"invalid JSON ({exc.msg}) in {snippet!r}") from None
 

@@ -154,9 +154,10 @@ def flush_chunks(parser: ThinkingStreamParser, response_id: str | None) -> list[
 
     chunks = []
     for channel, piece in parser.flush():
-        if piece:
-            field = "text" if channel == "text" else "thought"
-            chunks.append(ModelChunk(**{field: piece}, response_id=response_id))
+        if piece and channel == "text":
+            chunks.append(ModelChunk(text=piece, response_id=response_id))
+        elif piece:
+            chunks.append(ModelChunk(thought=piece, response_id=response_id))
     return chunks
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -203,7 +203,7 @@ def _describe(error: BaseException) -> str:
 
 async def _stream_or_generate(
     provider: ModelProvider, request: ModelRequest
-) -> AsyncIterator[ModelChunk]:
+) -> AsyncGenerator[ModelChunk, None]:
     from avo.providers.streaming import response_to_chunks
 
     stream = getattr(provider, "stream", None)
