@@ -96,6 +96,13 @@ else
     if server_ready; then
         die "port $PG_PORT on 127.0.0.1 is taken by another server; set AVO_TEST_POSTGRES_PORT to a free port"
     fi
+    # A cluster made by another major version cannot be started by this one;
+    # it only ever held test data, so start over.
+    major="$(basename "$(dirname "$BIN")")"
+    if [[ -f "$PG_DATA/PG_VERSION" && "$(cat "$PG_DATA/PG_VERSION")" != "$major" ]]; then
+        log "discarding a PostgreSQL $(cat "$PG_DATA/PG_VERSION") test cluster (server is $major)"
+        rm -rf "$PG_DIR"
+    fi
     if [[ ! -f "$PG_DATA/PG_VERSION" ]]; then
         rm -rf "$PG_DIR"
         mkdir -p "$PG_DATA" "$PG_SOCK"
