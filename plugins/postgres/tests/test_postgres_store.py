@@ -339,3 +339,17 @@ async def test_store_opens_by_url_through_the_registry(pg_schema: tuple[str, str
     async with store:
         run_id = await start_run(store)
         assert (await store.get_run(run_id)) is not None
+
+
+async def test_concurrent_first_use_opens_one_pool(pg_schema: tuple[str, str]) -> None:
+    dsn, schema = pg_schema
+    async with PostgresEventStore(dsn, schema=schema) as setup:
+        run_id = await start_run(setup)
+    store = PostgresEventStore(dsn, schema=schema)
+    try:
+        results = await asyncio.gather(*(store.get_events(run_id) for _ in range(10)))
+        assert all(len(events) == 4 for events in results)
+    finally:
+        await store.close()
+    with pytest.raises(StorageError, match="is closed"):
+        await store.get_run(run_id)

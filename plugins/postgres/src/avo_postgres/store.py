@@ -20,6 +20,7 @@ nothing (see :mod:`avo_postgres.leases`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -110,6 +111,7 @@ class PostgresEventStore:
         self._pool_min_size = pool_min_size
         self._pool_max_size = pool_max_size
         self._pool: Any = None
+        self._opening = asyncio.Lock()
         self._closed = False
         self._checkpoint_cache: dict[str, CachedLists] = {}
 
@@ -122,6 +124,12 @@ class PostgresEventStore:
         await self._ensure_pool()
 
     async def _ensure_pool(self) -> Any:
+        if self._pool is not None:
+            return self._pool
+        async with self._opening:  # concurrent first uses open one pool
+            return await self._open_pool()
+
+    async def _open_pool(self) -> Any:
         if self._closed:
             raise StorageError(f"{self!r} is closed")
         if self._pool is None:
