@@ -181,22 +181,32 @@ def _pip(*arguments: str) -> int:
     return subprocess.run(command, check=False).returncode
 
 
-def _snapshot(environ: Mapping[str, str] | None) -> dict[tuple[str, str], str]:
-    importlib.invalidate_caches()
-    manager = PluginManager(environ=environ)
-    return {key: entries[0].package or "" for key, entries in manager.discover().items()}
-
-
 def _install(specs: list[str], environ: Mapping[str, str] | None) -> int:
-    before = _snapshot(environ)
-    code = _pip("install", *specs)
-    if code != 0:
-        raise AvoError(f"pip install {' '.join(specs)} failed with exit code {code}")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        report_path = Path(scratch) / "report.json"
+        code = _pip("install", "--report", str(report_path), *specs)
+        if code != 0:
+            raise AvoError(f"pip install {' '.join(specs)} failed with exit code {code}")
+        report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+    installed = {
+        canonical_name(item["metadata"]["name"]): item["metadata"].get("version", "")
+        for item in report.get("install", [])
+        if item.get("metadata", {}).get("name")
+    }
     importlib.invalidate_caches()
     manager = PluginManager(environ=environ)
-    added = sorted(key for key in manager.discover() if key not in before)
+    added = sorted(
+        {
+            (entry.kind, entry.name)
+            for entry in manager.entries(include_disabled=True)
+            if canonical_name(entry.package or "") in installed
+        }
+    )
     if not added:
-        print("installed, but no new avo plugins appeared (already installed, or not a plugin)")
+        what = ", ".join(f"{n} {v}" for n, v in sorted(installed.items())) or "nothing new"
+        print(f"installed {what}; no new avo plugins in it")
         return 0
     broken = 0
     for kind, name in added:
