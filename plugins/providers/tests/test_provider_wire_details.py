@@ -250,6 +250,23 @@ async def test_ollama_stream_error_line_fails_naming_ollama() -> None:
     stream = ScriptedResponse.ndjson([{"error": "model 'm' not found, try pulling it first"}])
     async with ScriptedHTTPServer([stream]) as server:
         provider = OllamaProvider(ProviderConfig(model="m", base_url=server.url))
-        with pytest.raises(ProviderError, match="Ollama returned a malformed response"):
+        with pytest.raises(ProviderError, match="Ollama stream error: model 'm' not found") as e:
             await collect_stream(provider, conversation())
         await provider.aclose()
+    assert e.value.retryable is True
+
+
+async def test_key_echoed_inside_a_stream_or_body_is_masked() -> None:
+    stream = ScriptedResponse.sse([(None, {"error": {"message": f"bad key {KEY}", "code": 502}})])
+    broken = ScriptedResponse.text(f"{{{KEY}", content_type="application/json")
+    async with ScriptedHTTPServer([stream, broken]) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url))
+        with pytest.raises(ProviderError) as streamed:
+            await collect_stream(provider, conversation())
+        with pytest.raises(ProviderError) as generated:
+            await provider.generate(conversation())
+        await provider.aclose()
+    assert "OpenAI stream error" in str(streamed.value)
+    assert KEY not in str(streamed.value)
+    assert "invalid JSON" in str(generated.value)
+    assert KEY not in str(generated.value)

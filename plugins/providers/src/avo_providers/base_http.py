@@ -127,6 +127,13 @@ class HTTPProvider:
         """``text`` with this provider's API key (and anything key-shaped) masked."""
         return redact_text(text, self.config.api_key)
 
+    def _scrub(self, exc: ProviderError) -> ProviderError:
+        """``exc`` itself, or a copy without the API key if a vendor echoed it back."""
+        key = self.config.api_key
+        if not key or key not in str(exc):
+            return exc
+        return ProviderError(self.redact(str(exc)), retryable=exc.retryable)
+
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
             import httpx
@@ -156,8 +163,8 @@ class HTTPProvider:
     def _response(self, build: Callable[[], ModelResponse]) -> ModelResponse:
         try:
             return build()
-        except ProviderError:
-            raise
+        except ProviderError as exc:
+            raise self._scrub(exc) from None
         except (ValidationError, KeyError, TypeError, AttributeError, IndexError) as exc:
             raise ProviderError(
                 f"{self.vendor} returned a malformed response: {type(exc).__name__}: "
@@ -193,8 +200,8 @@ class HTTPProvider:
                 secrets=[self.config.api_key],
             )
         check_content_type(self.vendor, response.headers.get("content-type"), ("json",))
-        data = decode_json(self.vendor, response.text)
-        return self._response(lambda: self.parse_response(data))
+        text = response.text
+        return self._response(lambda: self.parse_response(decode_json(self.vendor, text)))
 
     async def _lines(self, request: ModelRequest) -> AsyncGenerator[str, None]:
         import httpx
@@ -248,8 +255,8 @@ class HTTPProvider:
             async for chunk in self.parse_stream(lines):
                 assembler.feed(chunk)
                 yield chunk
-        except ProviderError:
-            raise
+        except ProviderError as exc:
+            raise self._scrub(exc) from None
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
             raise ProviderError(
                 f"{self.vendor} returned a malformed stream: {type(exc).__name__}: "

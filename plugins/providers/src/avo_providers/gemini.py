@@ -21,6 +21,7 @@ from avo_providers.http_common import (
     parse_json_content,
     parse_tool_arguments,
     require_tool_name,
+    stream_error,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
@@ -208,7 +209,7 @@ async def stream_gemini_chunks(
     async for _event, data in iter_sse_events(lines):
         obj = decode_json(transport_name, data)
         if isinstance(obj, dict) and "error" in obj:
-            raise malformed(transport_name, f"error event in the stream: {obj['error']!r}"[:300])
+            raise stream_error(transport_name, obj["error"])
         candidate = _candidate(obj, transport_name)
         response_id = response_id or obj.get("responseId")
         for part in (candidate.get("content") or {}).get("parts") or []:

@@ -157,6 +157,15 @@ def malformed(vendor: str, what: str) -> ProviderError:
     return ProviderError(f"{vendor} returned a malformed response: {what}", retryable=False)
 
 
+def stream_error(vendor: str, error: Any) -> ProviderError:
+    """An error object the vendor sent inside a stream (often an upstream failure).
+
+    Retryable: the request itself was accepted, so trying again can succeed.
+    """
+    detail = _error_detail(json.dumps({"error": error}))
+    return ProviderError(f"{vendor} stream error: {detail}", retryable=True)
+
+
 def check_content_type(vendor: str, content_type: str | None, expected: Iterable[str]) -> None:
     """Refuse a response whose ``Content-Type`` is none of ``expected`` substrings."""
     value = (content_type or "").lower()
@@ -260,4 +269,5 @@ __all__ = [
     "parse_tool_arguments",
     "redact_text",
     "require_tool_name",
+    "stream_error",
 ]

@@ -20,6 +20,7 @@ from avo_providers.http_common import (
     openai_tools,
     parse_tool_arguments,
     require_tool_name,
+    stream_error,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
@@ -122,7 +123,7 @@ async def stream_ollama_chunks(
         if not isinstance(obj, dict):
             raise malformed(transport_name, f"stream line is not a JSON object: {line[:80]!r}")
         if "error" in obj:
-            raise malformed(transport_name, f"error in the stream: {obj['error']!r}"[:300])
+            raise stream_error(transport_name, obj["error"])
         message = obj.get("message") or {}
         if message.get("thinking"):
             yield ModelChunk(thought=str(message["thinking"]), response_id=response_id)

@@ -20,6 +20,7 @@ from avo_providers.http_common import (
     openai_tools,
     parse_tool_arguments,
     require_tool_name,
+    stream_error,
 )
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ def parse_openai_stream_payload(
     from avo.providers.streaming import ModelChunk
 
     if "error" in obj and not obj.get("choices"):
-        raise malformed(vendor, f"error event in the stream: {obj['error']!r}"[:300])
+        raise stream_error(vendor, obj["error"])
     response_id = obj.get("id")
     chunks: list[ModelChunk] = []
     finished = False
