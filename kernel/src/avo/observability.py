@@ -18,6 +18,7 @@ tool call without any code in the loop.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
@@ -47,7 +48,12 @@ def is_enabled(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def _backend() -> ModuleType | None:
-    """The installed tracing backend module, or None."""
+    """The installed tracing backend module, or None (looked up once per process)."""
+    return _load_backend()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_backend() -> ModuleType | None:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=BACKEND_GROUP):
