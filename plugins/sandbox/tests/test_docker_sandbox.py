@@ -139,6 +139,41 @@ async def test_container_removed_even_on_timeout(tmp_path: Path) -> None:
     assert container.calls[-2:] == ["kill", "remove:force=True"]
 
 
+def test_real_docker_py_create_accepts_the_adapted_call() -> None:
+    # docker-py's create() rejects run()-only kwargs of the §10.2 call; the
+    # adapter drops them for a real docker-py client (no engine needed here).
+    docker = pytest.importorskip("docker")
+    from docker.models.containers import _create_container_args
+
+    from avo_sandbox.docker_executor import _adapt
+
+    seen: dict[str, Any] = {}
+
+    class Containers:
+        def create(self, **kwargs: Any) -> None:
+            seen.update(_create_container_args({**kwargs, "version": "1.41"}))
+
+    real = docker.DockerClient.__new__(docker.DockerClient)
+    adapted = _adapt(real)
+    adapted.containers._containers = Containers()
+    adapted.containers.create(
+        image="python:3.12-slim",
+        command=["sh", "-c", "true"],
+        environment={},
+        network_mode="none",
+        mem_limit="256m",
+        cpu_quota=50000,
+        working_dir="/workspace",
+        remove=True,
+        detach=True,
+        stdout=True,
+        stderr=True,
+    )
+    assert seen["image"] == "python:3.12-slim"
+    assert seen["host_config"]["NetworkMode"] == "none"
+    assert seen["host_config"]["Memory"] == 256 * 1024 * 1024
+
+
 def test_language_images() -> None:
     assert SandboxExecutor.for_language("node", client=object()).image == "node:20-alpine"
     assert resolve_image() == "python:3.12-slim"

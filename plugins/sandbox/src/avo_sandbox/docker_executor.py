@@ -72,6 +72,43 @@ def resolve_image(language: str | None = None, *, explicit_image: str | None = N
     return _LANGUAGE_IMAGES[key]
 
 
+class _DockerPyContainers:
+    """Adapts docker-py's ``containers.create`` to the §10.2 call.
+
+    The reference's create call passes ``remove``, ``stdout`` and ``stderr``,
+    which docker-py accepts only on ``run()`` — ``create()`` raises TypeError
+    for them. They are dropped here: output is read with ``logs(stdout=...,
+    stderr=...)`` and the container is always removed with
+    ``remove(force=True)`` in ``finally`` (``auto_remove`` would delete it
+    before its logs and workspace could be read back).
+    """
+
+    _RUN_ONLY = ("remove", "stdout", "stderr")
+
+    def __init__(self, containers: Any) -> None:
+        self._containers = containers
+
+    def create(self, **kwargs: Any) -> Any:
+        for key in self._RUN_ONLY:
+            kwargs.pop(key, None)
+        return self._containers.create(**kwargs)
+
+
+class _DockerPyClient:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.containers = _DockerPyContainers(client.containers)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def _adapt(client: Any) -> Any:
+    if type(client).__module__.startswith("docker."):
+        return _DockerPyClient(client)
+    return client
+
+
 def _default_client() -> Any:
     try:
         import docker  # type: ignore[import-not-found]
@@ -140,7 +177,7 @@ class SandboxExecutor:
         """The docker client (created from the environment on first use)."""
         if self._client is None:
             self._client = _default_client()
-        return self._client
+        return _adapt(self._client)
 
     async def run(
         self,
