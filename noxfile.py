@@ -24,7 +24,14 @@ import nox
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
-TEST_DEPS = ["pytest>=8", "pytest-asyncio>=0.24", "pytest-cov>=5", "hypothesis>=6"]
+# hatchling: tests/ build throwaway plugin wheels offline (pip wheel --no-build-isolation).
+TEST_DEPS = [
+    "pytest>=8",
+    "pytest-asyncio>=0.24",
+    "pytest-cov>=5",
+    "hypothesis>=6",
+    "hatchling>=1.21",
+]
 
 nox.options.sessions = ["lint", "types", "tests"]
 nox.options.error_on_missing_interpreters = True

@@ -89,6 +89,14 @@ def _split(value: str | None) -> set[str]:
     return {part.strip() for part in (value or "").split(",") if part.strip()}
 
 
+def _status_of(reason: str) -> str:
+    if reason.startswith("name conflict"):
+        return "conflict"
+    if reason.startswith("incompatible plugin API"):
+        return "incompatible"
+    return "broken"
+
+
 def _with_canonical(names: set[str]) -> set[str]:
     return names | {canonical_name(name) for name in names}
 
@@ -468,7 +476,7 @@ class PluginManager:
                 "kind": problem.kind,
                 "package": problem.package,
                 "version": problem.version,
-                "status": "conflict" if "name conflict" in problem.reason else "broken",
+                "status": _status_of(problem.reason),
                 "reason": problem.reason,
             }
         for key, (entry, reason) in self._excluded.items():
