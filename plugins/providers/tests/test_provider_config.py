@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from avo.exceptions import ConfigError
+from avo.models import TokenUsage
 from avo.plugins import ProviderSpec
 from avo_providers.anthropic import AnthropicProvider
 from avo_providers.catalog import PROVIDER_MODELS
@@ -212,3 +213,46 @@ def test_doctor_lists_router_routes() -> None:
     assert "model: router(ollama,gemini)" in lines
     assert any(line.startswith("route ollama: model=llama3.1") for line in lines)
     assert any("route gemini:" in line and "API key configured=yes" in line for line in lines)
+
+
+# ------------------------------------------------------------ avo.toml composition
+async def test_compose_builds_a_provider_from_avo_toml_settings(tmp_path) -> None:
+    from avo.compose import compose
+    from avo.state import RunState
+    from avo.testing.providers import ScriptedHTTPServer
+    from avo_providers.wire_fakes import OpenAIWire
+
+    with ScriptedHTTPServer([OpenAIWire().text("composed", TokenUsage())]) as server:
+        config = tmp_path / "avo.toml"
+        config.write_text(
+            "[provider]\n"
+            'name = "openai"\n'
+            "[provider.settings]\n"
+            f'base_url = "{server.url}"\n'
+            'model = "gpt-test"\n'
+            "max_completion_tokens = 64\n"
+        )
+        env = {"AVO_OPENAI_API_KEY": "sk-compose-123456"}
+        composition = compose(config, environ=env, store="memory")
+        async with composition:
+            result = await composition.runtime.run("hello")
+    assert result.status is RunState.COMPLETED
+    assert result.output == "composed"
+    body = server.requests[0].json()
+    assert body["model"] == "gpt-test"
+    assert body["max_completion_tokens"] == 64
+
+
+def test_settings_are_validated_with_the_plugin_settings_model() -> None:
+    from pydantic import ValidationError
+
+    model = PROVIDER_SPECS["openai"].settings_model
+    assert model is not None
+    with pytest.raises(ValidationError):
+        model.model_validate({"max_completion_tokens": 0})
+    with pytest.raises(ValidationError):
+        model.model_validate({"temperature_typo": 1})
+    minimax = PROVIDER_SPECS["minimax"].settings_model
+    assert minimax is not None
+    with pytest.raises(ValidationError):
+        minimax.model_validate({"api_style": "grpc"})

@@ -65,7 +65,14 @@ def _required_key(name: str, settings: Mapping[str, Any], environ: Mapping[str, 
 
 
 def _model(name: str, settings: Mapping[str, Any], environ: Mapping[str, str], default: str) -> str:
-    return str(settings.get("model") or _env(environ, f"{env_prefix(name)}_MODEL") or default)
+    """settings > ``AVO_{NAME}_MODEL`` > ``AVO_MODEL`` (for the selected provider) > catalog."""
+    selected = (_env(environ, "AVO_PROVIDER") or "").lower() == name
+    return str(
+        settings.get("model")
+        or _env(environ, f"{env_prefix(name)}_MODEL")
+        or (_env(environ, "AVO_MODEL") if selected else None)
+        or default
+    )
 
 
 def _base_url(name: str, settings: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:
@@ -75,8 +82,8 @@ def _base_url(name: str, settings: Mapping[str, Any], environ: Mapping[str, str]
 
 def _sizes(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "max_completion_tokens": int(settings.get("max_completion_tokens", 1024)),
-        "request_timeout_seconds": float(settings.get("request_timeout_seconds", 30.0)),
+        "max_completion_tokens": int(settings.get("max_completion_tokens") or 1024),
+        "request_timeout_seconds": float(settings.get("request_timeout_seconds") or 30.0),
     }
 
 
@@ -287,13 +294,20 @@ def make_router(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> A
             "required_by": f"AVO_PROVIDER=router routes through {name}",
         }
         routes.append((name, spec.factory(route_settings, environ=environ)))
-    cooldown = _float_env(environ, "AVO_ROUTER_COOLDOWN_SECONDS", 30.0)
-    strategy = (
-        _env(environ, "AVO_ROUTER_STRATEGY") or _env(environ, "AVO_ROUTER_MODE") or "fallback"
+    cooldown = settings.get("cooldown_seconds")
+    if cooldown is None:
+        cooldown = _float_env(environ, "AVO_ROUTER_COOLDOWN_SECONDS", 30.0)
+    strategy = str(
+        settings.get("strategy")
+        or _env(environ, "AVO_ROUTER_STRATEGY")
+        or _env(environ, "AVO_ROUTER_MODE")
+        or "fallback"
     )
     callback = settings.get("event_callback")
     if strategy.lower() in ROUTER_RACE_STRATEGIES:
-        delay_ms = _float_env(environ, "AVO_ROUTER_SPECULATIVE_DELAY_MS", 0.0)
+        delay_ms = settings.get("speculative_delay_ms")
+        if delay_ms is None:
+            delay_ms = _float_env(environ, "AVO_ROUTER_SPECULATIVE_DELAY_MS", 0.0)
         return RaceRouterProvider(
             routes,
             cooldown_seconds=cooldown,

@@ -17,6 +17,7 @@ from avo_providers.catalog import (
     PROVIDER_MODELS,
     env_vars,
 )
+from avo_providers.settings import HTTPProviderSettings, MiniMaxSettings, RouterSettings
 
 
 def _spec(name: str, factory: Any, description: str, *extra_env: str) -> ProviderSpec:
@@ -25,6 +26,7 @@ def _spec(name: str, factory: Any, description: str, *extra_env: str) -> Provide
         name=name,
         factory=factory,
         description=description,
+        settings_model=MiniMaxSettings if name == "minimax" else HTTPProviderSettings,
         env_vars=env_vars(name, *extra_env),
         models=models,
         capabilities=CAPABILITIES[name],
@@ -59,6 +61,7 @@ PROVIDER_SPECS: dict[str, ProviderSpec] = {
             name="router",
             factory=config.make_router,
             description="Fallback / race router over other providers",
+            settings_model=RouterSettings,
             env_vars=(
                 "AVO_ROUTER_CHAIN",
                 "AVO_ROUTER_PROVIDERS",
