@@ -32,28 +32,22 @@ async def test_handshake_lists_sdk_tools(sdk_server_command, assert_reaped):
     assert_reaped(server.pid)
 
 
-async def test_mcp_tools_in_registry(sdk_server_command, assert_reaped):
+async def test_mcp_tools_in_registry_and_tool_errors(sdk_server_command, assert_reaped):
     async with MCPClient(MCPServer(command=sdk_server_command)) as client:
         registry = ToolRegistry(client.tools())
         shout = registry.get("shout")
         assert shout.metadata.input_schema["properties"]["text"]["type"] == "string"
         assert shout.metadata.description == "Upper-case a text."
+        assert shout.metadata.effective_risk.value == "execute"  # annotations not trusted
         result = await registry.invoke(
             ToolCall(name="shout", arguments={"text": "hi"}), completed_tool_call_ids=set()
         )
         assert result.success, result.error
         assert result.output["text"] == "HI"
-        pid = client.server.pid
-    assert_reaped(pid)
-
-
-async def test_tool_error_is_failed_result(sdk_server_command, assert_reaped):
-    async with MCPClient(MCPServer(command=sdk_server_command)) as client:
-        registry = ToolRegistry(client.tools())
-        result = await registry.invoke(ToolCall(name="boom"), completed_tool_call_ids=set())
-        assert not result.success
-        assert "returned an error" in result.error
-        assert "boom" in result.error
+        failed = await registry.invoke(ToolCall(name="boom"), completed_tool_call_ids=set())
+        assert not failed.success
+        assert "returned an error" in failed.error
+        assert "boom" in failed.error
         # the server is still usable after a tool error
         ok = await registry.invoke(
             ToolCall(name="add", arguments={"a": 1, "b": 1}), completed_tool_call_ids=set()
@@ -79,17 +73,6 @@ async def test_crash_mid_call_fails_and_reaps(sdk_server_command, assert_reaped)
         )
         assert not again.success
         assert "exited with code 3" in again.error
-    assert_reaped(server.pid)
-
-
-async def test_hang_times_out_and_reaps(sdk_server_command, assert_reaped):
-    server = MCPServer(command=sdk_server_command, timeout_seconds=1.0)
-    async with MCPClient(server) as client:
-        registry = ToolRegistry(client.tools())
-        result = await registry.invoke(ToolCall(name="hang"), completed_tool_call_ids=set())
-        assert not result.success
-        assert "did not answer tools/call within 1 seconds" in result.error
-    assert server.returncode is not None
     assert_reaped(server.pid)
 
 
@@ -166,3 +149,15 @@ for line in sys.stdin:
         assert out["text"] == "pong"
         assert server.protocol_version == "2024-11-05"
     assert_reaped(server.pid)
+
+
+def test_risk_from_annotations_only_when_trusted():
+    server = MCPServer(command=["unused"])
+    read_only = {"name": "r", "annotations": {"readOnlyHint": True}}
+    assert mcp_tool(server, read_only).metadata.effective_risk.value == "execute"
+    assert mcp_tool(server, read_only, trust_annotations=True).metadata.risk.value == "inspect"
+    gentle = {"name": "g", "annotations": {"destructiveHint": False}}
+    assert mcp_tool(server, gentle, trust_annotations=True).metadata.risk.value == "modify"
+    assert mcp_tool(server, {"name": "x"}, trust_annotations=True).metadata.risk is None
+    named = mcp_tool(server, read_only, name="srv_r", risk=None)
+    assert named.metadata.name == "srv_r" and named.remote_name == "r"

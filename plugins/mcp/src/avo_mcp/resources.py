@@ -48,7 +48,7 @@ class WorkspaceResources:
         """The resource URI of a file inside the root."""
         return RESOURCE_PREFIX + quote(path.relative_to(self.root).as_posix(), safe="/")
 
-    def list(self, limit: int = RESOURCE_LIMIT) -> list[JsonDict]:
+    def listing(self, limit: int = RESOURCE_LIMIT) -> list[JsonDict]:
         """Up to ``limit`` file resources, in sorted path order."""
         resources: list[JsonDict] = []
         for directory, dirnames, filenames in os.walk(self.root, followlinks=False):

@@ -219,7 +219,7 @@ class AvoMcpServer:
         return answer
 
     async def _resources_list(self, params: JsonDict) -> JsonDict:
-        return {"resources": self.resources.list() if self.resources else []}
+        return {"resources": self.resources.listing() if self.resources else []}
 
     async def _resources_read(self, params: JsonDict) -> JsonDict:
         if self.resources is None:

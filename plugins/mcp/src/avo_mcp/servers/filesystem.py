@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +26,7 @@ class ListDirectoryArguments(BaseModel):
     path: str = Field(default=".", min_length=1)
 
 
-def _list_directory(args: ListDirectoryArguments) -> dict[str, object]:
+def _list_directory(args: ListDirectoryArguments) -> dict[str, Any]:
     from avo_tools import current_workspace
 
     workspace = current_workspace("list_directory")

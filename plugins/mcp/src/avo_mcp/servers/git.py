@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,7 +71,7 @@ async def run_git(repo: Path, *args: str, timeout_seconds: float = GIT_TIMEOUT_S
 def git_log_tool(repo: Path) -> FunctionTool[GitLogArguments]:
     """The ``git_log`` tool for one repository."""
 
-    async def git_log(args: GitLogArguments) -> dict[str, object]:
+    async def git_log(args: GitLogArguments) -> dict[str, Any]:
         argv = [
             "log",
             f"--max-count={args.max_count}",

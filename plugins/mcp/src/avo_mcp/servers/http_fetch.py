@@ -9,6 +9,7 @@ names them explicitly.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +32,7 @@ def fetch_tool(allow_networks: tuple[str, ...] = ()) -> FunctionTool[FetchArgume
 
     policy = EgressPolicy(allow_networks=allow_networks)
 
-    async def fetch(args: FetchArguments) -> dict[str, object]:
+    async def fetch(args: FetchArguments) -> dict[str, Any]:
         from avo_tools.egress import fetch as egress_fetch
 
         result = await egress_fetch(

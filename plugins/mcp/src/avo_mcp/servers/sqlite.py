@@ -79,7 +79,7 @@ class ReadOnlyDatabase:
         self._connection = connect_read_only(database)
         self._lock = asyncio.Lock()
 
-    def _run(self, sql: str, params: Any, max_rows: int) -> dict[str, object]:
+    def _run(self, sql: str, params: Any, max_rows: int) -> dict[str, Any]:
         try:
             cursor = self._connection.execute(sql, params)
             rows = cursor.fetchmany(max_rows + 1)
@@ -92,7 +92,7 @@ class ReadOnlyDatabase:
             "truncated": len(rows) > max_rows,
         }
 
-    async def query(self, sql: str, params: Any = (), max_rows: int = 200) -> dict[str, object]:
+    async def query(self, sql: str, params: Any = (), max_rows: int = 200) -> dict[str, Any]:
         """Run one read-only statement with bound parameters."""
         async with self._lock:
             return await asyncio.to_thread(self._run, sql, params, max_rows)
@@ -102,17 +102,17 @@ def build_registry(database: Path) -> ToolRegistry:
     """query, list_tables and describe_table over ``database``."""
     db = ReadOnlyDatabase(database)
 
-    async def query(args: QueryArguments) -> dict[str, object]:
+    async def query(args: QueryArguments) -> dict[str, Any]:
         return await db.query(args.sql, args.params, args.max_rows)
 
-    async def list_tables(_: NoArguments) -> dict[str, object]:
+    async def list_tables(_: NoArguments) -> dict[str, Any]:
         result = await db.query(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
             "ORDER BY name"
         )
-        return {"tables": [row[0] for row in result["rows"]]}  # type: ignore[attr-defined]
+        return {"tables": [row[0] for row in result["rows"]]}
 
-    async def describe_table(args: DescribeArguments) -> dict[str, object]:
+    async def describe_table(args: DescribeArguments) -> dict[str, Any]:
         known = await db.query(
             "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?",
             [args.table],
@@ -124,7 +124,7 @@ def build_registry(database: Path) -> ToolRegistry:
         info = await db.query(f"PRAGMA table_info({quoted})")
         columns = [
             {"name": row[1], "type": row[2], "notnull": bool(row[3]), "pk": bool(row[5])}
-            for row in info["rows"]  # type: ignore[attr-defined]
+            for row in info["rows"]
         ]
         return {"table": args.table, "columns": columns}
 
