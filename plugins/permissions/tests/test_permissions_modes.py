@@ -87,6 +87,19 @@ def test_policy_from_env() -> None:
         policy.mode = PermissionMode.PLAN  # type: ignore[misc]
 
 
+async def test_callback_from_env() -> None:
+    from avo_permissions import approval_callback_from_env
+
+    tools = [ToolMetadata(name="w", description="d", input_schema={}, risk=ToolRisk.MODIFY)]
+    callback = approval_callback_from_env(
+        {"AVO_PERMISSION_MODE": "accept_edits", "AVO_TOOLS_REQUIRE_APPROVAL": "w"},
+        tools=tools,
+        prompter=lambda call: False,
+    )
+    assert callback.policy.mode is PermissionMode.ACCEPT_EDITS
+    assert await callback(ToolCall(name="w")) is False  # listed: asked, and the answer is no
+
+
 def test_env_gated_callback() -> None:
     env = {"AVO_TOOLS_REQUIRE_APPROVAL": "run_shell,git_commit"}
     assert required_tool_names(env) == {"run_shell", "git_commit"}

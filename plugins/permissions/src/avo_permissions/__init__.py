@@ -7,6 +7,7 @@ from avo_permissions.callback import (
     ApprovalRecord,
     InteractivePrompter,
     PermissionCallback,
+    approval_callback_from_env,
     build_approval_callback,
     build_mode_callback,
 )
@@ -24,6 +25,7 @@ from avo_permissions.modes import (
 __all__ = [
     "PLAN_TOOL_NAME",
     "ApprovalRecord",
+    "approval_callback_from_env",
     "Decision",
     "InteractivePrompter",
     "PermissionCallback",

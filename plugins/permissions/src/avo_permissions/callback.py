@@ -11,12 +11,19 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from avo.models import ToolCall, ToolMetadata, ToolRisk
-from avo_permissions.modes import PLAN_TOOL_NAME, Decision, PermissionMode, PermissionPolicy, decide
+from avo_permissions.modes import (
+    PLAN_TOOL_NAME,
+    Decision,
+    PermissionMode,
+    PermissionPolicy,
+    decide,
+    permission_policy_from_env,
+)
 
 Prompter = Callable[[ToolCall], bool | Awaitable[bool]]
 
@@ -124,8 +131,21 @@ def build_mode_callback(
     return build_approval_callback(policy, tools=tools, prompter=prompter)
 
 
+def approval_callback_from_env(
+    environ: Mapping[str, str] | None = None,
+    *,
+    tools: Iterable[ToolMetadata | Any] = (),
+    prompter: Prompter | None = None,
+) -> PermissionCallback:
+    """The callback for ``AVO_PERMISSION_MODE`` / ``AVO_TOOLS_REQUIRE_APPROVAL``."""
+    return build_approval_callback(
+        permission_policy_from_env(environ), tools=tools, prompter=prompter
+    )
+
+
 __all__ = [
     "ApprovalRecord",
+    "approval_callback_from_env",
     "InteractivePrompter",
     "PermissionCallback",
     "Prompter",

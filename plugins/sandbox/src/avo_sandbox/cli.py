@@ -92,7 +92,7 @@ def run(
     else:
         out.write(result.stdout)
         err.write(result.stderr)
-    return result.exit_code
+    return int(result.exit_code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,7 +111,7 @@ def _adapt(client: Any) -> Any:
 
 def _default_client() -> Any:
     try:
-        import docker  # type: ignore[import-not-found]
+        import docker  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise SandboxError(_MISSING_DOCKER) from None
     return docker.from_env()

@@ -146,9 +146,9 @@ def classify_address(address: IPAddress) -> str | None:
             return reason
     if isinstance(address, ipaddress.IPv6Address):
         for inner in embedded_ipv4(address):
-            reason = classify_address(inner)
-            if reason is not None:
-                return f"embeds {inner}, which is {reason}"
+            inner_reason = classify_address(inner)
+            if inner_reason is not None:
+                return f"embeds {inner}, which is {inner_reason}"
     return None
 
 

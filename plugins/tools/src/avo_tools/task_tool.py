@@ -86,9 +86,7 @@ def task_tool(
     if parent_runtime.hooks is None:
         parent_runtime.hooks = HookRegistry()
     parent_runtime.hooks.register(HookEvent.PRE_TOOL_USE, _track_run)
-    select: ToolSelector = (
-        tools if callable(tools) else _default_selector(parent_runtime, tools)  # type: ignore[arg-type]
-    )
+    select: ToolSelector = tools if callable(tools) else _default_selector(parent_runtime, tools)
     counter = itertools.count(1)
     approve = approval_callback or getattr(parent_runtime, "approval_callback", None)
     if approve is None:
