@@ -1,10 +1,32 @@
-"""Entry-point objects (cheap to import: the report code loads when the command runs)."""
+"""Entry-point objects (cheap to import: SQLite and the report code load on first use).
+
+* ``avo.commands: cost`` — the ``avo cost`` subcommand.
+* ``avo.hooks: ledger`` — enable per-step ledger writing from ``avo.toml``::
+
+      hooks = [{name = "ledger", settings = {database = "avo.db"}}]
+
+  Its factory (called when the config enables it) arms an observer that
+  implements ``avo_event_appended``; the composed runtime's plugin manager then
+  feeds it every event. It contributes no run hooks. Rates: ``AVO_USAGE_RATES_*``
+  first, else the pricing table of the provider plugin named in each event.
+  The observer is one per process: the last configuration wins.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
-from avo.plugins import CommandSpec, provides
+from pydantic import BaseModel, ConfigDict
+
+from avo.hookspecs import hookimpl
+from avo.plugins import CommandSpec, HookPluginSpec, provides
+
+if TYPE_CHECKING:
+    from avo.events import AgentEvent
+    from avo_ledger.recorder import LedgerPlugin
 
 
 def _configure(parser: Any) -> None:
@@ -28,4 +50,87 @@ cost = provides(
     )
 )
 
-__all__ = ["cost"]
+
+class LedgerSettings(BaseModel):
+    """``[hooks] ledger`` settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    database: str | None = None
+    """Ledger database (default: ``AVO_DATABASE_PATH``, then ``avo.db``)."""
+
+
+class _ProviderPricing(dict[str, tuple[Decimal, Decimal]]):
+    """Model -> rates, filled lazily from the provider plugin named in each event."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__()
+        self._environ = environ
+        self._asked: set[str] = set()
+
+    def learn(self, provider: str) -> None:
+        if provider in self._asked:
+            return
+        self._asked.add(provider)
+        from avo.plugins.manager import PluginManager
+        from avo_ledger.recorder import pricing_from_plugins
+
+        manager = PluginManager(environ=self._environ)
+        if provider in manager.names("provider"):
+            for model, rates in pricing_from_plugins(manager, providers=[provider]).items():
+                self.setdefault(model, rates)
+
+
+class LedgerHooks:
+    """The ``avo.hooks: ledger`` plugin object: a spec plus an event observer."""
+
+    def __init__(self) -> None:
+        self.spec = HookPluginSpec(
+            name="ledger",
+            factory=self._factory,
+            description="write a token-ledger row (tokens, cost) for every model call",
+            settings_model=LedgerSettings,
+        )
+        self.recorder: LedgerPlugin | None = None
+        self._pricing: _ProviderPricing | None = None
+
+    @hookimpl
+    def avo_register_hooks(self, register: Callable[[HookPluginSpec], None]) -> None:
+        """Register the ``ledger`` hook set."""
+        register(self.spec)
+
+    @hookimpl
+    def avo_event_appended(self, event: AgentEvent) -> None:
+        """Record MODEL_RESPONDED usage once the ledger has been enabled."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        provider = event.payload.get("provider")
+        if self._pricing is not None and isinstance(provider, str) and provider:
+            self._pricing.learn(provider)
+        recorder.avo_event_appended(event)
+
+    def _factory(
+        self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None
+    ) -> list[Any]:
+        from avo_ledger.recorder import LedgerPlugin
+
+        options = LedgerSettings.model_validate(dict(settings or {}))
+        env = os.environ if environ is None else environ
+        database = options.database or env.get("AVO_DATABASE_PATH", "").strip() or "avo.db"
+        if self.recorder is not None:
+            self.recorder.close()
+        self._pricing = _ProviderPricing(env)
+        self.recorder = LedgerPlugin(database, pricing=self._pricing, environ=env)
+        return []
+
+    def disable(self) -> None:
+        """Stop recording and close the ledger."""
+        if self.recorder is not None:
+            self.recorder.close()
+        self.recorder = None
+
+
+ledger = LedgerHooks()
+
+__all__ = ["LedgerHooks", "LedgerSettings", "cost", "ledger"]

@@ -59,7 +59,7 @@ class LedgerPlugin:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.ledger = ledger if isinstance(ledger, TokenLedger) else TokenLedger(ledger)
-        self.pricing = dict(pricing or {})
+        self.pricing: Mapping[str, Rates] = pricing if pricing is not None else {}
         self.rates = rates
         self.environ = environ
         self.recorded: list[LedgerEntry] = []
