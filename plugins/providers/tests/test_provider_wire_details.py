@@ -270,3 +270,39 @@ async def test_key_echoed_inside_a_stream_or_body_is_masked() -> None:
     assert KEY not in str(streamed.value)
     assert "invalid JSON" in str(generated.value)
     assert KEY not in str(generated.value)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_gemini_malformed_function_call_finish_is_an_error(stream: bool) -> None:
+    body = {
+        "candidates": [{"content": {"role": "model"}, "finishReason": "MALFORMED_FUNCTION_CALL"}]
+    }
+    answer = ScriptedResponse.sse([(None, body)]) if stream else ScriptedResponse.json(body)
+    async with ScriptedHTTPServer([answer]) as server:
+        provider = GeminiProvider(cfg(server.url))
+        with pytest.raises(ProviderError, match="finished with MALFORMED_FUNCTION_CALL") as info:
+            if stream:
+                await collect_stream(provider, conversation())
+            else:
+                await provider.generate(conversation())
+        await provider.aclose()
+    assert info.value.retryable is False
+    assert "Gemini" in str(info.value)
+
+
+def test_section_7_3_names_are_importable_from_http_common() -> None:
+    from avo_providers import http_common
+
+    for name in (
+        "build_openai_payload",
+        "parse_openai_response",
+        "parse_openai_stream_payload",
+        "stream_openai_chunks",
+        "stream_anthropic_chunks",
+        "parse_anthropic_stream_event",
+        "iter_sse_lines",
+        "iter_anthropic_sse_events",
+        "redact_text",
+        "json_safe_content",
+    ):
+        assert callable(getattr(http_common, name)), name

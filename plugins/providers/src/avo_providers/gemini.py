@@ -173,12 +173,34 @@ def _candidate(data: Any, vendor: str) -> dict[str, Any]:
     return candidate
 
 
+# finishReasons that mean "no usable answer" when nothing was produced.
+_FAILED_FINISH = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "MALFORMED_FUNCTION_CALL",
+        "UNEXPECTED_TOOL_CALL",
+        "OTHER",
+    }
+)
+
+
+def _check_finish(vendor: str, candidate: dict[str, Any], *, produced: bool) -> None:
+    reason = candidate.get("finishReason")
+    if not produced and reason in _FAILED_FINISH:
+        raise malformed(vendor, f"no answer: the candidate finished with {reason}")
+
+
 def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse:
     """A ``generateContent`` response as a ModelResponse (the first functionCall wins)."""
     from avo.providers.streaming import split_thinking
 
     candidate = _candidate(data, vendor)
     parts = (candidate.get("content") or {}).get("parts") or []
+    _check_finish(vendor, candidate, produced=bool(parts))
     usage = _usage(data.get("usageMetadata"))
     response_id = str(data.get("responseId") or new_id())
     for part in parts:
@@ -203,7 +225,7 @@ async def stream_gemini_chunks(
     from avo.providers.streaming import ModelChunk, ThinkingStreamParser
 
     parser = ThinkingStreamParser()
-    finished = False
+    finished = produced = False
     calls = 0
     response_id: str | None = None
     async for _event, data in iter_sse_events(lines):
@@ -232,7 +254,9 @@ async def stream_gemini_chunks(
         usage = _usage(obj.get("usageMetadata"))
         if usage is not None:
             yield ModelChunk(usage=usage, response_id=response_id)
+        produced = produced or bool((candidate.get("content") or {}).get("parts"))
         if candidate.get("finishReason"):
+            _check_finish(transport_name, candidate, produced=produced)
             finished = True
             yield ModelChunk(finish_reason=str(candidate["finishReason"]), response_id=response_id)
     for chunk in flush_chunks(parser, response_id):

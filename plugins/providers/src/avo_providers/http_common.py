@@ -253,6 +253,37 @@ async def iter_sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str,
         yield event, "\n".join(data)
 
 
+async def iter_sse_lines(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The ``data`` payload of each SSE event (OpenAI-style streams ignore event names)."""
+    async for _event, data in iter_sse_events(lines):
+        yield data
+
+
+iter_anthropic_sse_events = iter_sse_events
+"""Anthropic streams name their events; same parser, kept under the §7.3 name."""
+
+# The format-specific helpers §7.3 lists here live with their format; they are
+# re-exported on first use (importing them eagerly would be circular).
+_FORMAT_HELPERS = {
+    "build_openai_payload": "avo_providers.openai_compatible",
+    "parse_openai_response": "avo_providers.openai_compatible",
+    "parse_openai_stream_payload": "avo_providers.openai_compatible",
+    "_normalize_openai_tool_delta": "avo_providers.openai_compatible",
+    "stream_openai_chunks": "avo_providers.openai_compatible",
+    "parse_anthropic_stream_event": "avo_providers.anthropic",
+    "stream_anthropic_chunks": "avo_providers.anthropic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FORMAT_HELPERS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'avo_providers.http_common' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "RETRYABLE_STATUS",
     "ProviderHTTPError",
@@ -261,7 +292,9 @@ __all__ = [
     "decode_json",
     "error_from_status",
     "error_from_transport",
+    "iter_anthropic_sse_events",
     "iter_sse_events",
+    "iter_sse_lines",
     "json_safe_content",
     "malformed",
     "openai_tools",
