@@ -1,0 +1,112 @@
+"""SQLite-specific behaviour: group commit, a free event loop, flat checkpoint growth."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse, ToolCall
+from avo.events import EventType
+from avo.testing.stores import event, start_run
+from avo_sqlite import SQLiteEventStore
+
+
+def _committed_events(path: Path, run_id: str) -> list[str]:
+    """What another connection sees (committed rows only)."""
+    conn = sqlite3.connect(path)
+    try:
+        key = conn.execute("SELECT run_key FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if key is None:
+            return []
+        low = key[0] << 32
+        rows = conn.execute(
+            "SELECT event_type FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
+            (low, low + 2**32 - 1),
+        ).fetchall()
+        return [row[0] for row in rows]
+    finally:
+        conn.close()
+
+
+async def test_tool_boundaries_commit_before_returning(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path, commit_delay=3600) as store:  # only barriers commit
+        run_id = await start_run(store)
+        assert _committed_events(path, run_id) == ["run_created"]  # state changes are buffered
+        await store.append_event(event(run_id, EventType.TOOL_STARTED, tool_call_id="c1"))
+        committed = _committed_events(path, run_id)
+        assert committed[-1] == "tool_started" and len(committed) == 5
+        await store.append_event(event(run_id, EventType.MODEL_REQUESTED))
+        assert len(_committed_events(path, run_id)) == 5
+        await store.flush()
+        assert len(_committed_events(path, run_id)) == 6
+        await store.append_event(event(run_id, EventType.MODEL_REQUESTED))
+    assert len(_committed_events(path, run_id)) == 7  # close flushes
+
+
+async def test_commit_delay_zero_commits_every_write(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path, commit_delay=0) as store:
+        run_id = await start_run(store)
+        assert len(_committed_events(path, run_id)) == 4
+
+
+async def test_a_blocked_write_does_not_block_the_event_loop(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path, commit_delay=0) as store:
+        run_id = await start_run(store)
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            append = asyncio.create_task(
+                store.append_event(event(run_id, EventType.MODEL_REQUESTED))
+            )
+            ticks = 0
+            while ticks < 20:  # the loop keeps running while the append waits for the lock
+                await asyncio.sleep(0.001)
+                ticks += 1
+            assert not append.done()
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        stored = await append
+        assert stored.sequence == 5
+
+
+class _Args(BaseModel):
+    n: int
+
+
+async def test_checkpoint_rows_stay_flat_as_the_run_grows(tmp_path: Path) -> None:
+    path = tmp_path / "avo.db"
+    steps = 40
+    script = [
+        ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(steps)
+    ]
+    tool = FunctionTool(
+        name="echo", description="echo", arguments_model=_Args, function=lambda a: {"n": a.n}
+    )
+    async with SQLiteEventStore(path) as store:
+        runtime = AgentRuntime(
+            provider=FakeProvider([*script, ModelResponse(content="done")]),
+            tools=[tool],
+            event_store=store,
+            policy=LoopPolicy(max_steps=steps + 2),
+        )
+        result = await runtime.run("grow")
+        checkpoint = await store.get_latest_checkpoint(result.run_id)
+    assert checkpoint is not None and len(checkpoint.messages) == 2 * steps + 2
+    conn = sqlite3.connect(path)
+    heads = [len(row[0]) for row in conn.execute("SELECT head FROM checkpoints ORDER BY 1")]
+    items = conn.execute("SELECT base, COUNT(*) FROM checkpoint_items GROUP BY base").fetchall()
+    conn.close()
+    # Heads do not grow with the run (the step counters only add digits) ...
+    assert max(heads[-10:]) <= max(heads[:10]) + 40, heads
+    # ... and every item is written once: the lineages never restart.
+    by_base = dict(items)
+    assert set(by_base) <= {1, 2, 3}, by_base
+    lineage_rows = sum(by_base.values())
+    assert lineage_rows < 8 * steps, lineage_rows
