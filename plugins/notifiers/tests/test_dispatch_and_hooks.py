@@ -4,6 +4,7 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
+
 from avo.exceptions import ConfigError, NotifierError
 from avo.hooks import HookContext, HookEvent, HookRegistry
 from avo.models import RunRecord, TokenUsage, ToolCall

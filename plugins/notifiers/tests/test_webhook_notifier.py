@@ -1,4 +1,5 @@
 import pytest
+
 from avo.exceptions import ConfigError, NotifierError
 from avo_notifiers import Notification, WebhookNotifier
 

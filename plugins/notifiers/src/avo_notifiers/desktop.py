@@ -8,7 +8,6 @@ import sys
 from collections.abc import Callable
 
 from avo.exceptions import NotifierError
-
 from avo_notifiers.core import Notification
 
 _URGENCY = {"info": "normal", "warning": "normal", "error": "critical"}

@@ -15,7 +15,6 @@ from typing import Any
 
 from avo.exceptions import ConfigError, NotifierError
 from avo.hooks import HookCallable, HookContext, HookDecision, HookEvent, HookRegistry
-
 from avo_notifiers.core import Notification, NotificationDispatcher
 
 HookPairs = list[tuple[HookEvent, HookCallable]]

@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 
 from avo.exceptions import ConfigError, NotifierError
 from avo.redaction import Redactor
-
 from avo_notifiers.core import Notification
 
 Sleep = Callable[[float], Awaitable[None]]
