@@ -161,3 +161,18 @@ def test_risk_from_annotations_only_when_trusted():
     assert mcp_tool(server, {"name": "x"}, trust_annotations=True).metadata.risk is None
     named = mcp_tool(server, read_only, name="srv_r", risk=None)
     assert named.metadata.name == "srv_r" and named.remote_name == "r"
+
+
+async def test_silent_server_that_ignores_sigterm_is_killed_and_reaped(assert_reaped):
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "sys.stdin.close()\n"
+        "time.sleep(120)\n"
+    )
+    server = MCPServer(command=[sys.executable, "-c", script], startup_timeout_seconds=1.0)
+    with pytest.raises(MCPError, match="did not answer initialize within 1 seconds"):
+        await server.start()
+    assert server.returncode == -9  # SIGKILL after the ignored SIGTERM
+    assert_reaped(server.pid)
+    await server.stop()  # idempotent

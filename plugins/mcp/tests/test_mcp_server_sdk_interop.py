@@ -87,3 +87,16 @@ async def test_sdk_client_drives_avo_serve_mcp(workspace: Path) -> None:
             await session.read_resource("avo://workspace/../outside.txt")
 
         await session.send_ping()
+
+
+async def test_sdk_high_level_client_auto_mode_falls_back_to_handshake(workspace: Path) -> None:
+    # mcp.Client probes `server/discover` (2026-07-28) first; avo answers "method
+    # not found" and the client falls back to the initialize handshake.
+    from mcp import Client
+
+    async with Client(_params(workspace)) as client:
+        listed = await client.list_tools()
+        assert "read_file" in {tool.name for tool in listed.tools}
+        result = await client.call_tool("read_file", {"path": "src/app.py"})
+        assert result.is_error is False
+        assert "def greet" in result.content[0].text
