@@ -65,6 +65,33 @@ async def test_subagents_run_as_children_with_their_tool_subsets(tmp_path: Path)
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
 
+async def test_task_advertised_through_the_constructor(tmp_path: Path) -> None:
+    from avo.hooks import HookRegistry
+
+    (tmp_path / "a.txt").write_text("alpha")
+    hooks = HookRegistry()
+    runtime: AgentRuntime | None = None
+    task = task_tool(parent_runtime=lambda: runtime, hooks=hooks)
+    provider = scripted(
+        tool_call("task", {"prompt": "read a.txt"}),
+        tool_call("read_file", {"path": "a.txt"}),
+        answer("it says alpha"),
+        answer("done"),
+    )
+    runtime = AgentRuntime(provider=provider, tools=[read_file_tool(), task], hooks=hooks)
+    with bind_workspace(tmp_path):
+        result = await runtime.run("go", run_id="p")
+    assert result.status is RunState.COMPLETED
+    assert [t.name for t in provider.requests[0].tools] == ["read_file", "task"]
+    child = await runtime.event_store.get_events("p.task-1")
+    assert child[-1].event_type is EventType.RUN_COMPLETED
+
+
+def test_callable_parent_needs_hooks() -> None:
+    with pytest.raises(ToolExecutionError, match="needs hooks="):
+        task_tool(parent_runtime=lambda: None)
+
+
 async def test_task_outside_a_run_is_refused() -> None:
     runtime = AgentRuntime(provider=scripted(answer("x")))
     tool = task_tool(parent_runtime=runtime)

@@ -72,6 +72,13 @@ def _default_selector(parent_runtime: Any, tools: list[Tool] | None) -> ToolSele
     return select
 
 
+def track_parent_runs(hooks: HookRegistry) -> HookRegistry:
+    """Register the PRE_TOOL_USE hook that lets ``task`` learn its parent run id."""
+    if _track_run not in hooks.hooks_for(HookEvent.PRE_TOOL_USE):
+        hooks.register(HookEvent.PRE_TOOL_USE, _track_run)
+    return hooks
+
+
 def task_tool(
     *,
     parent_runtime: Any,
@@ -79,22 +86,44 @@ def task_tool(
     policy_overrides: Mapping[str, Any] | None = None,
     provider: Any = None,
     approval_callback: Callable[..., Any] | None = None,
+    hooks: HookRegistry | None = None,
 ) -> FunctionTool[TaskArguments]:
-    """A tool that spawns a child AgentRuntime with the explore or general tool subset."""
+    """A tool that spawns a child AgentRuntime with the explore or general tool subset.
+
+    ``parent_runtime`` is the runtime, or a zero-argument callable returning it
+    (so the tool can be passed to the runtime's constructor and advertised to
+    the model); with a callable, pass the ``hooks`` registry you give that
+    runtime so the parent run id can be tracked.
+    """
     from avo.runtime import AgentRuntime
 
-    if parent_runtime.hooks is None:
-        parent_runtime.hooks = HookRegistry()
-    parent_runtime.hooks.register(HookEvent.PRE_TOOL_USE, _track_run)
-    select: ToolSelector = tools if callable(tools) else _default_selector(parent_runtime, tools)
+    if hooks is not None:
+        track_parent_runs(hooks)
+    elif isinstance(parent_runtime, AgentRuntime):
+        if parent_runtime.hooks is None:
+            parent_runtime.hooks = HookRegistry()
+        track_parent_runs(parent_runtime.hooks)
+    else:
+        raise ToolExecutionError(
+            "task_tool(parent_runtime=<callable>) needs hooks=<the HookRegistry passed to "
+            "that AgentRuntime> so it can learn the parent run id",
+            tool_name="task",
+        )
     counter = itertools.count(1)
-    approve = approval_callback or getattr(parent_runtime, "approval_callback", None)
-    if approve is None:
-        approve = getattr(parent_runtime, "_approval_callback", None)
+
+    def resolve_parent() -> Any:
+        if isinstance(parent_runtime, AgentRuntime):
+            return parent_runtime
+        return parent_runtime()
 
     async def _run_task(args: TaskArguments) -> dict[str, object]:
-        parent = _parent_run.get()
-        if parent is None:
+        runtime = resolve_parent()
+        select: ToolSelector = tools if callable(tools) else _default_selector(runtime, tools)
+        approve = approval_callback or getattr(runtime, "approval_callback", None)
+        if approve is None:
+            approve = getattr(runtime, "_approval_callback", None)
+        parent_run = _parent_run.get()
+        if parent_run is None:
             raise ToolExecutionError(
                 "task was invoked outside a parent run; call it through AgentRuntime.run",
                 tool_name="task",
@@ -103,13 +132,13 @@ def task_tool(
         if args.max_steps is not None:
             overrides["max_steps"] = args.max_steps
         child = AgentRuntime(
-            provider=provider or parent_runtime.provider,
+            provider=provider or runtime.provider,
             tools=select(args.agent_type),
-            policy=parent_runtime.policy.model_copy(update=overrides),
-            event_store=parent_runtime.event_store,
+            policy=runtime.policy.model_copy(update=overrides),
+            event_store=runtime.event_store,
             approval_callback=approve,
         )
-        run_id = child_run_id(parent, f"task-{next(counter)}")
+        run_id = child_run_id(parent_run, f"task-{next(counter)}")
         result = await child.run(args.prompt, run_id=run_id)
         return {
             "agent_type": args.agent_type.value,
@@ -133,4 +162,11 @@ def task_tool(
     )
 
 
-__all__ = ["AgentType", "TaskArguments", "ToolSelector", "child_run_id", "task_tool"]
+__all__ = [
+    "AgentType",
+    "TaskArguments",
+    "ToolSelector",
+    "child_run_id",
+    "task_tool",
+    "track_parent_runs",
+]
