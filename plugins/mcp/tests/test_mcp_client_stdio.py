@@ -176,3 +176,27 @@ async def test_silent_server_that_ignores_sigterm_is_killed_and_reaped(assert_re
     assert server.returncode == -9  # SIGKILL after the ignored SIGTERM
     assert_reaped(server.pid)
     await server.stop()  # idempotent
+
+
+async def test_server_closing_stdout_fails_fast(assert_reaped):
+    script = r"""
+import json, os, sys, time
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "closer", "version": "0"}}}), flush=True)
+    elif msg.get("method") == "tools/list":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [
+            {"name": "close", "inputSchema": {"type": "object"}}]}}), flush=True)
+    elif msg.get("method") == "tools/call":
+        os.close(1)
+        time.sleep(120)
+"""
+    server = MCPServer(command=[sys.executable, "-c", script], timeout_seconds=60)
+    async with MCPClient(server) as client:
+        (tool,) = client.tools()
+        with pytest.raises(MCPError, match="closed its stdout but kept running"):
+            await tool.invoke({})
+        assert_reaped(server.pid)

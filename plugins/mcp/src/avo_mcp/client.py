@@ -219,7 +219,18 @@ class MCPServer(MCPSession):
             )
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-        code = await process.wait()
+        try:
+            code = await asyncio.wait_for(asyncio.shield(process.wait()), _TERMINATE_WAIT_SECONDS)
+        except TimeoutError:
+            # stdout closed but the process lives on: it can never answer again.
+            if self._failure is None:
+                self._failure = MCPError(
+                    f"MCP server {self.name!r} closed its stdout but kept running; "
+                    "the server was stopped"
+                )
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            code = await process.wait()
         if self._stderr_reader is not None:
             # Let the last stderr lines land so the exit message can quote them.
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
