@@ -172,7 +172,7 @@ async def _bench_format(name: str, wire: Any, provider_cls: Any, repeats: int) -
 
 
 async def main(quick: bool) -> None:
-    repeats = 60 if quick else 400
+    repeats = 60 if quick else 200
     print(f"provider overhead over loopback HTTP ({repeats} calls per figure, medians)")
     await _bench_format("openai", OpenAIWire(), OpenAICompatibleProvider, repeats)
     await _bench_format("anthropic", AnthropicWire(), AnthropicProvider, repeats)
