@@ -1,7 +1,7 @@
 """An MCP server written with the official SDK, run as a subprocess by the tests.
 
-``python sdk_server.py [stdio|http PORT]``. Besides ordinary tools it has tools
-that misbehave on purpose: ``crash`` exits mid-call, ``hang`` never answers,
+``python sdk_server.py [stdio|http PORT [json]]`` (``json``: stateless, JSON answers).
+Besides ordinary tools it has tools that misbehave on purpose: ``crash`` exits mid-call, ``hang`` never answers,
 ``garbage`` writes non-JSON-RPC bytes on stdout, ``boom`` raises (a tool error).
 """
 
@@ -62,7 +62,9 @@ if __name__ == "__main__":
         import uvicorn
 
         uvicorn.run(
-            app.streamable_http_app(),
+            app.streamable_http_app(
+                json_response="json" in sys.argv[3:], stateless_http="json" in sys.argv[3:]
+            ),
             host="127.0.0.1",
             port=int(sys.argv[2]),
             log_level="error",

@@ -24,11 +24,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_server_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=["sse", "json"])
+def http_server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The SDK server answering with event streams (stateful) or plain JSON (stateless)."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(TESTS_DIR / "sdk_server.py"), "http", str(port)],
+        [sys.executable, str(TESTS_DIR / "sdk_server.py"), "http", str(port), request.param],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from avo.exceptions import MCPError
-from avo_mcp.framing import JsonDict, result_response
+from avo_mcp.framing import METHOD_NOT_FOUND, JsonDict, error_response, result_response
 from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
 
 _ERROR_BODY_PREVIEW = 200
@@ -196,8 +196,17 @@ class MCPHttpServer(MCPSession):
             if not isinstance(message, dict):
                 continue
             if "method" in message:
-                if message.get("method") == "ping" and "id" in message:
-                    await self._post(result_response(message["id"], {}), "ping", expect_id=None)
+                if "id" in message:  # a server -> client request: answer, never leave it hanging
+                    reply = (
+                        result_response(message["id"], {})
+                        if message["method"] == "ping"
+                        else error_response(
+                            message["id"],
+                            METHOD_NOT_FOUND,
+                            f"method not found: {message['method']}",
+                        )
+                    )
+                    await self._post(reply, str(message["method"]), expect_id=None)
                 continue
             if message.get("id") == expect_id:
                 return message
