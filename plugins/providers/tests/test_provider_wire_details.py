@@ -306,3 +306,18 @@ def test_section_7_3_names_are_importable_from_http_common() -> None:
         "json_safe_content",
     ):
         assert callable(getattr(http_common, name)), name
+
+
+async def test_groq_streamed_usage_under_x_groq() -> None:
+    from avo_providers.openai_vendors import GroqProvider
+
+    wire = OpenAIWire()
+    events = wire.text_events("fast")
+    final = {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    final["x_groq"] = {"id": "req_1", "usage": {"prompt_tokens": 11, "completion_tokens": 3}}
+    async with ScriptedHTTPServer([ScriptedResponse.sse([*events, (None, final)])]) as server:
+        provider = GroqProvider(cfg(server.url))
+        response = await collect_stream(provider, conversation())
+        await provider.aclose()
+    assert response.content == "fast"
+    assert response.usage == TokenUsage(input_tokens=11, output_tokens=3)

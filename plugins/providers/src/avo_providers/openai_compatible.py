@@ -195,7 +195,8 @@ def parse_openai_stream_payload(
             chunks.append(
                 ModelChunk(finish_reason=str(choice["finish_reason"]), response_id=response_id)
             )
-    usage = _usage(obj.get("usage"))
+    # Groq reports streamed usage under ``x_groq.usage`` in the last chunk.
+    usage = _usage(obj.get("usage") or (obj.get("x_groq") or {}).get("usage"))
     if usage is not None:
         chunks.append(ModelChunk(usage=usage, response_id=response_id))
     return chunks, finished
