@@ -161,3 +161,26 @@ def test_cli_errors_are_reported(tmp_path: Path) -> None:
     assert code == 2 and "avo: --env expects KEY=VALUE, got 'bad'" in err
     code, _, err = _cli(["run", "--backend", "bubblewrap"])
     assert code == 2 and "needs a command" in err
+
+
+def test_through_the_avo_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from avo.cli import main
+
+    code = main(
+        [
+            "sandbox",
+            "run",
+            "--backend",
+            "bubblewrap",
+            "--workspace",
+            str(tmp_path),
+            "--",
+            "sh",
+            "-c",
+            "echo hi > made.txt; echo done",
+        ],
+        environ={},
+    )
+    assert code == 0
+    assert capsys.readouterr().out == "done\n"
+    assert (tmp_path / "made.txt").read_text() == "hi\n"

@@ -174,6 +174,60 @@ def test_real_docker_py_create_accepts_the_adapted_call() -> None:
     assert seen["host_config"]["Memory"] == 256 * 1024 * 1024
 
 
+def test_cli_docker_backend_with_injected_client(tmp_path: Path) -> None:
+    import argparse
+
+    from avo_sandbox.cli import configure, run
+
+    parser = argparse.ArgumentParser(prog="avo sandbox")
+    configure(parser)
+    container = FakeContainer(exit_code=7)
+    client = FakeClient(container)
+    args = parser.parse_args(
+        [
+            "run",
+            "--workspace",
+            str(tmp_path),
+            "--image",
+            "alpine:3.20",
+            "--memory",
+            "64m",
+            "--env",
+            "K=V",
+            "--",
+            "echo",
+            "a b",
+        ]
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert run(args, stdout=out, stderr=err, docker_client=client) == 7
+    (call,) = client.containers.create_calls
+    assert call["command"] == ["sh", "-c", "echo 'a b'"]
+    assert (call["image"], call["mem_limit"], call["environment"]) == (
+        "alpine:3.20",
+        "64m",
+        {"K": "V"},
+    )
+    assert out.getvalue() == "out\n" and err.getvalue() == "err\n"
+
+
+async def test_engine_errors_become_sandbox_errors(tmp_path: Path) -> None:
+    class EngineDown(Exception):
+        pass
+
+    EngineDown.__module__ = "docker.errors"
+
+    class BrokenContainers:
+        def create(self, **kwargs: Any) -> None:
+            raise EngineDown("connection refused")
+
+    class BrokenClient:
+        containers = BrokenContainers()
+
+    with pytest.raises(SandboxError, match="Docker engine error: EngineDown"):
+        await SandboxExecutor(client=BrokenClient()).run("true", workspace_dir=tmp_path)
+
+
 def test_language_images() -> None:
     assert SandboxExecutor.for_language("node", client=object()).image == "node:20-alpine"
     assert resolve_image() == "python:3.12-slim"

@@ -126,3 +126,14 @@ def test_command_specs() -> None:
     parser = argparse.ArgumentParser()
     skill.configure(parser)
     assert parser.parse_args(["list"]).skill_command == "list"
+
+
+def test_through_the_avo_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from avo.cli import main
+
+    assert main(["init", "--root", str(tmp_path)], environ={}) == 0
+    root = str(tmp_path / ".avo" / "skills")
+    capsys.readouterr()
+    assert main(["skill", "--root", root, "list"], environ={}) == 0
+    assert capsys.readouterr().out.startswith("repo-overview\t")
+    assert main(["skill", "--root", root, "show", "nope"], environ={}) == 2

@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", type=float, default=30.0)
     run.add_argument("--env", action="append", default=[], metavar="K=V")
     run.add_argument("--json", action="store_true", help="print the SandboxResult as JSON")
-    run.add_argument("command", nargs=argparse.REMAINDER)
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="command")
 
 
 def _env(pairs: list[str]) -> dict[str, str]:
@@ -66,7 +66,7 @@ def run(
 ) -> int:
     """Run the command; exit with its exit code (2 with ``avo: ...`` on avo errors)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
-    command = list(args.command)
+    command = list(args.argv)
     if command and command[0] == "--":
         command = command[1:]
     if not command:

@@ -114,7 +114,12 @@ def _default_client() -> Any:
         import docker  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise SandboxError(_MISSING_DOCKER) from None
-    return docker.from_env()
+    try:
+        return docker.from_env()
+    except docker.errors.DockerException as exc:
+        raise SandboxError(
+            f"cannot reach the Docker engine ({exc}); start Docker or use the bubblewrap backend"
+        ) from exc
 
 
 def _tar_directory(root: Path) -> bytes:
@@ -189,9 +194,16 @@ class SandboxExecutor:
     ) -> SandboxResult:
         """Run ``command`` with ``sh -c`` in a fresh container; the workspace is synced."""
         timeout = timeout_seconds or self.timeout_seconds
-        return await asyncio.to_thread(
-            self._run_blocking, command, Path(workspace_dir), env, timeout
-        )
+        try:
+            return await asyncio.to_thread(
+                self._run_blocking, command, Path(workspace_dir), env, timeout
+            )
+        except SandboxError:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] in {"docker", "requests", "urllib3"}:
+                raise SandboxError(f"Docker engine error: {type(exc).__name__}: {exc}") from exc
+            raise
 
     def _run_blocking(
         self, command: str, workspace_dir: Path, env: Mapping[str, str] | None, timeout: float
