@@ -1,8 +1,9 @@
 """An MCP server written with the official SDK, run as a subprocess by the tests.
 
 ``python sdk_server.py [stdio|http PORT [json]]`` (``json``: stateless, JSON answers).
-Besides ordinary tools it has tools that misbehave on purpose: ``crash`` exits mid-call, ``hang`` never answers,
-``garbage`` writes non-JSON-RPC bytes on stdout, ``boom`` raises (a tool error).
+Besides ordinary tools it has tools that misbehave on purpose: ``crash`` exits
+mid-call, ``hang`` never answers, ``boom`` raises (a tool error). (``garbage``
+tries to write non-JSON-RPC bytes on stdout, but the SDK diverts fd 1 to stderr.)
 """
 
 from __future__ import annotations
