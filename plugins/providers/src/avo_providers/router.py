@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from avo.exceptions import ProviderError
@@ -39,7 +39,7 @@ class RouteHealth:
     cooldown_until: float = 0.0
     last_error: str | None = None
     last_latency_ms: float | None = None
-    clock: Clock = time.monotonic
+    clock: Clock = field(default=time.monotonic, repr=False, compare=False)
 
     @property
     def is_cooling_down(self) -> bool:
@@ -52,8 +52,7 @@ class RouteHealth:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-friendly view (without the clock)."""
-        data = asdict(self)
-        data.pop("clock")
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "clock"}
         data["is_cooling_down"] = self.is_cooling_down
         data["remaining_cooldown"] = self.remaining_cooldown()
         return data
