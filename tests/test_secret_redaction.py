@@ -15,8 +15,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from avo_notifiers import NotificationDispatcher, WebhookNotifier, notify_hooks, register_all
-from avo_otel import OtelPlugin
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
@@ -32,6 +30,9 @@ from avo.redaction import Redactor
 from avo.runtime import AgentRuntime
 from avo.storage.memory import InMemoryEventStore
 from avo.tools import FunctionTool
+from avo_notifiers import NotificationDispatcher, WebhookNotifier, notify_hooks, register_all
+from avo_otel import OtelPlugin
+from avo_sqlite import SQLiteEventStore
 
 API_KEY = "sk-proj-SEEDEDkey0123456789abcdef"
 SERVICE_TOKEN = "tok_SEEDED_service_token_42"
@@ -184,7 +185,8 @@ async def test_seeded_secrets_never_reach_any_output(tmp_path, seeded_env, captu
             ],
             fail_with=f"401 Unauthorized: key {API_KEY} (Authorization: Bearer {BEARER})",
         )
-        store = InMemoryEventStore()
+        db = tmp_path / "avo.db"
+        store = SQLiteEventStore(db)
         runtime = AgentRuntime(
             provider=provider, tools=tools, event_store=store, plugins=manager, hooks=hooks
         )
@@ -215,6 +217,16 @@ async def test_seeded_secrets_never_reach_any_output(tmp_path, seeded_env, captu
     assert_clean("run head", run.model_dump_json())
     assert_clean("run result", result.model_dump_json() + failed.model_dump_json())
     assert "***" in json.dumps([e.payload for e in events])  # they were there, and masked
+
+    # ... and what the SQLite store wrote to disk for events and run heads. (Checkpoints
+    # hold the conversation the model sees, verbatim, so resume stays faithful.)
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        for table in ("events", "runs"):
+            rows = conn.execute(f"SELECT * FROM {table}").fetchall()
+            assert rows
+            assert_clean(f"sqlite {table} table", repr(rows))
 
     # logs
     logging.getLogger("avo.runtime").error("provider said %s", f"Bearer {BEARER}")
