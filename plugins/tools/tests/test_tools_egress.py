@@ -84,6 +84,10 @@ POLICY = EgressPolicy(resolver=fake_resolver)
         "http://mixed.example/",  # one private answer is enough to refuse
         "http://v6-mapped.example/",
         "http://127.0.0.1.nip.io/",
+        "http://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3/",  # circled "localhost"
+        "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",  # fullwidth 127.0.0.1
+        "http://127\u30020\u30020\u30021/",  # ideographic full stops
+        "http://169\uff0e254\uff0e169\uff0e254/",  # fullwidth full stops
         "http://unresolvable.example/",
         "file:///etc/passwd",
         "gopher://127.0.0.1:6379/_INFO",
@@ -271,3 +275,5 @@ def test_connection_is_pinned_to_the_checked_address() -> None:
     assert ext == {"sni_hostname": "public.example"}
     url, host, ext = _pin("http://v6.example/x", "2606:2800:220:1::1")
     assert url == "http://[2606:2800:220:1::1]/x" and host == "v6.example" and ext == {}
+    url, host, ext = _pin("https://b\u00fccher.example/", "93.184.215.14")
+    assert host == "xn--bcher-kva.example" and ext == {"sni_hostname": "xn--bcher-kva.example"}

@@ -204,7 +204,15 @@ class EgressPolicy:
         scheme = parts.scheme.lower()
         if scheme not in self.allowed_schemes:
             return EgressDecision(url, False, f"scheme {scheme or '(none)'!r} is not allowed")
-        host = (parts.hostname or "").rstrip(".").lower()
+        host = (parts.hostname or "").lower()
+        if not host.isascii():
+            # IDNA (with NFKC nameprep), as the HTTP client will: fullwidth digits,
+            # ideographic dots and look-alike letters become their ASCII forms first.
+            try:
+                host = host.encode("idna").decode("ascii").lower()
+            except UnicodeError:
+                return EgressDecision(url, False, f"invalid international hostname {host!r}")
+        host = host.rstrip(".")
         if not host:
             return EgressDecision(url, False, "URL has no host")
         if parts.username or parts.password:
@@ -254,9 +262,12 @@ def _pin(url: str, address: str) -> tuple[str, str, dict[str, Any]]:
     """``url`` rewritten to connect to ``address``; the Host header; TLS extensions."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if not host.isascii():
+        host = host.encode("idna").decode("ascii")
     literal = f"[{address}]" if ":" in address else address
     netloc = literal if parts.port is None else f"{literal}:{parts.port}"
-    host_header = parts.netloc.rsplit("@", 1)[-1]
+    named = f"[{host}]" if ":" in host else host
+    host_header = named if parts.port is None else f"{named}:{parts.port}"
     extensions: dict[str, Any] = {}
     if parts.scheme.lower() == "https" and parse_host_address(host) is None:
         extensions["sni_hostname"] = host

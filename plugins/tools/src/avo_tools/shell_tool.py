@@ -105,7 +105,8 @@ def _target(workspace: Workspace, target: str | None) -> str:
         return "."
     path, sep, node = target.partition("::")
     rel = workspace.relative(workspace.validate_path(path))
-    return shlex.quote(rel + sep + node)
+    # "./" so a file named like an option ("-x.py") is never read as one.
+    return shlex.quote(f"./{rel}{sep}{node}" if rel != "." else ".")
 
 
 async def _lint(args: LintArguments) -> dict[str, object]:
