@@ -321,3 +321,24 @@ async def test_groq_streamed_usage_under_x_groq() -> None:
         await provider.aclose()
     assert response.content == "fast"
     assert response.usage == TokenUsage(input_tokens=11, output_tokens=3)
+
+
+async def test_anthropic_compatible_server_sending_whole_tool_input_at_block_start() -> None:
+    start = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "id": "t1", "name": "lookup", "input": {"q": "z"}},
+    }
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {}}}),
+        ("content_block_start", start),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    async with ScriptedHTTPServer([ScriptedResponse.sse(events)]) as server:
+        provider = AnthropicProvider(cfg(server.url))
+        response = await collect_stream(provider, conversation())
+        await provider.aclose()
+    assert response.tool_call is not None
+    assert response.tool_call.arguments == {"q": "z"}

@@ -196,7 +196,10 @@ def parse_anthropic_stream_event(
         block = obj.get("content_block") or {}
         index = int(obj.get("index") or 0)
         if block.get("type") == "tool_use":
-            delta: dict[str, Any] = {"index": index, "arguments": ""}
+            # Anthropic streams the input as input_json_delta fragments after an empty
+            # ``input``; some compatible servers send it whole here instead.
+            whole = block.get("input")
+            delta: dict[str, Any] = {"index": index, "arguments": whole if whole else ""}
             if block.get("id"):
                 delta["id"] = block["id"]
             if block.get("name"):
