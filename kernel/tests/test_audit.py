@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from avo.audit import AuditError, AuditEvent, AuditLog, redact
 
 SECRET = "sk-live-abcdef0123456789"

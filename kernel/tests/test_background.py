@@ -1,6 +1,7 @@
 import asyncio
 
 import pytest
+
 from avo.background import (
     BackgroundJobManager,
     JobNotFoundError,

@@ -1,6 +1,7 @@
 from decimal import Decimal
 
 import pytest
+
 from avo.budget import BudgetChecker, BudgetConfig, BudgetDecision
 from avo.concurrency import ConcurrencyError, ConcurrencyLimiter
 from avo.exceptions import ConfigError

@@ -1,4 +1,5 @@
 import pytest
+
 from avo.compact import (
     PLACEHOLDER_NOTE,
     acompact_messages,

@@ -1,4 +1,5 @@
 import pytest
+
 from avo.context_advisor import (
     estimate_text_tokens,
     evaluate_session_context,

@@ -1,4 +1,5 @@
 import pytest
+
 from avo.deprecation import (
     DeprecatedSymbol,
     deprecated,

@@ -3,6 +3,7 @@ import json
 import logging
 
 import pytest
+
 from avo.exceptions import ConfigError
 from avo.logging_config import configure_logging, install_json_handler
 

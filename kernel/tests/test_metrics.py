@@ -1,6 +1,7 @@
 import threading
 
 import pytest
+
 from avo.metrics import MetricsError, MetricsRegistry
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from avo import observability
 from avo.exceptions import AvoError
 from avo.observability import (

@@ -1,6 +1,7 @@
 import asyncio
 
 import pytest
+
 from avo.exceptions import AvoError
 from avo.rate_limit import RateLimitConfig, RateLimiter, RateLimitError
 

@@ -1,6 +1,7 @@
 from decimal import Decimal
 
 import pytest
+
 from avo.exceptions import ConfigError
 from avo.models import TokenUsage
 from avo.usage import (

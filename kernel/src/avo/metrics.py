@@ -159,7 +159,9 @@ class MetricsRegistry:
             items.append((label, str(value)))
         return name, tuple(sorted(items))
 
-    def _admit(self, kind: str, key: tuple[str, _LabelKey], store: Mapping[tuple[str, _LabelKey], object]) -> None:
+    def _admit(
+        self, kind: str, key: tuple[str, _LabelKey], store: Mapping[tuple[str, _LabelKey], object]
+    ) -> None:
         if key in store:
             return
         if self.series_count >= self.max_cardinality:
