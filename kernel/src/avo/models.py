@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import random
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from avo.risk import ToolRisk
 from avo.state import RunState, StopReason, validate_terminal_outcome
 
 _rng = random.Random(os.urandom(32))
@@ -96,17 +96,6 @@ class TokenUsage(AvoModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
         )
-
-
-class ToolRisk(StrEnum):
-    """How much a tool can change: the permission modes decide by this class.
-
-    A tool that declares no risk is treated as EXECUTE, the most cautious class.
-    """
-
-    INSPECT = "inspect"
-    MODIFY = "modify"
-    EXECUTE = "execute"
 
 
 class ToolMetadata(AvoModel):

@@ -20,11 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+# Only stdlib at import time: every plugin imports this module, and
+# `avo plugin list` must stay fast (pydantic is needed only by type checkers).
+from avo.risk import ToolRisk
 
-from avo.models import ToolRisk
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 PLUGIN_API_VERSION = "1.0"
 """The plugin API this kernel speaks. Plugins declare ``avo-kernel>=1.0,<2``."""
