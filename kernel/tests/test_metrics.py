@@ -73,3 +73,36 @@ def test_thread_safe_counting():
     for t in threads:
         t.join()
     assert reg.snapshot().counter_value("n") == 4000
+
+
+async def test_metrics_observer_counts_a_real_run():
+    from avo.metrics import MetricsObserver
+    from avo.models import ModelResponse, TokenUsage, ToolCall
+    from avo.plugins.manager import PluginManager
+    from avo.providers.fake import FakeProvider
+    from avo.runtime import AgentRuntime
+
+    registry = MetricsRegistry(max_cardinality=64)
+    manager = PluginManager(autoload=False, environ={})
+    manager.register(MetricsObserver(registry), "metrics")
+    script = [
+        ModelResponse(
+            tool_call=ToolCall(name="nope", arguments={}),
+            usage=TokenUsage(input_tokens=10, output_tokens=2),
+        ),
+        ModelResponse(content="done", usage=TokenUsage(input_tokens=20, output_tokens=3)),
+    ]
+    result = await AgentRuntime(provider=FakeProvider(script), plugins=manager).run("x")
+    assert result.status.value == "completed"
+    snap = registry.snapshot()
+    labels = {"provider": "fake", "model": "fake"}
+    assert snap.counter_value("avo.model_calls", labels) == 2
+    assert snap.counter_value("avo.tokens", {**labels, "direction": "input"}) == 30
+    assert snap.counter_value("avo.tokens", {**labels, "direction": "output"}) == 5
+    assert snap.counter_value("avo.tool_calls", {"tool": "nope", "outcome": "failed"}) == 1
+    finished = {"state": "completed", "stop_reason": "completed"}
+    assert snap.counter_value("avo.runs_finished", finished) == 1
+    assert snap.counter_value("avo.events", {"event_type": "run_created"}) == 1
+    assert [g.value for g in snap.gauges if g.name == "avo.runs_active"] == [0]
+    (latency,) = snap.histograms
+    assert latency.name == "avo.model_latency_seconds" and latency.count == 2

@@ -15,8 +15,10 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from avo.exceptions import AvoError
+from avo.hookspecs import hookimpl
 
 _DEFAULT_HISTOGRAM_BUCKETS: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -245,11 +247,76 @@ class MetricsRegistry:
             self._histograms.clear()
 
 
+class MetricsObserver:
+    """A pluggy plugin that counts a runtime's events into a :class:`MetricsRegistry`.
+
+    Register it on the runtime's plugin manager
+    (``manager.register(MetricsObserver(registry), "metrics")``). Series, all with
+    bounded labels (event type, provider, model, tool name, outcome):
+
+    * ``avo.events`` {event_type} — every stored event;
+    * ``avo.model_calls`` {provider, model}, ``avo.model_failures`` {provider, model};
+    * ``avo.tokens`` {provider, model, direction=input|output};
+    * ``avo.model_latency_seconds`` {provider, model} — histogram of ``duration_ms``;
+    * ``avo.tool_calls`` {tool, outcome=completed|failed};
+    * ``avo.runs_finished`` {state, stop_reason}; ``avo.runs_active`` gauge.
+    """
+
+    def __init__(self, registry: MetricsRegistry) -> None:
+        self.registry = registry
+        self._active: set[str] = set()
+        self._last_model: dict[str, tuple[str, str]] = {}
+
+    @hookimpl
+    def avo_event_appended(self, event: Any) -> None:
+        """Count one stored event."""
+        reg = self.registry
+        kind = str(getattr(event.event_type, "value", event.event_type))
+        payload: Mapping[str, Any] = event.payload
+        reg.counter("avo.events", labels={"event_type": kind})
+        if kind in ("run_created", "run_resumed"):
+            self._active.add(event.run_id)
+        elif kind == "model_responded":
+            labels = {
+                "provider": str(payload.get("provider") or "unknown"),
+                "model": str(payload.get("model") or "unknown"),
+            }
+            self._last_model[event.run_id] = (labels["provider"], labels["model"])
+            reg.counter("avo.model_calls", labels=labels)
+            usage = payload.get("usage")
+            if isinstance(usage, Mapping):
+                for direction in ("input", "output"):
+                    amount = usage.get(f"{direction}_tokens") or 0
+                    reg.add("avo.tokens", float(amount), labels={**labels, "direction": direction})
+            duration = payload.get("duration_ms")
+            if isinstance(duration, int | float) and duration >= 0:
+                reg.observe("avo.model_latency_seconds", duration / 1000, labels=labels)
+        elif kind == "model_failed":
+            provider, model = self._last_model.get(event.run_id, ("unknown", "unknown"))
+            reg.counter("avo.model_failures", labels={"provider": provider, "model": model})
+        elif kind in ("tool_completed", "tool_failed"):
+            outcome = "completed" if kind == "tool_completed" else "failed"
+            tool = str(payload.get("name") or "unknown")
+            reg.counter("avo.tool_calls", labels={"tool": tool, "outcome": outcome})
+        elif kind in ("run_completed", "run_failed", "run_stopped", "run_cancelled"):
+            self._active.discard(event.run_id)
+            self._last_model.pop(event.run_id, None)
+            reg.counter(
+                "avo.runs_finished",
+                labels={
+                    "state": str(payload.get("state") or kind.removeprefix("run_")),
+                    "stop_reason": str(payload.get("stop_reason") or "unknown"),
+                },
+            )
+        reg.gauge("avo.runs_active", len(self._active))
+
+
 __all__ = [
     "CounterSnapshot",
     "GaugeSnapshot",
     "HistogramSnapshot",
     "MetricsError",
+    "MetricsObserver",
     "MetricsRegistry",
     "MetricsSnapshot",
 ]
