@@ -188,6 +188,25 @@ def test_ancestor_swapped_to_symlink_between_check_and_open(
     assert (outside / "secret.txt").read_text() == SECRET
 
 
+def test_fifo_in_the_workspace_never_hangs_the_runtime(layout: tuple[Workspace, Path]) -> None:
+    # run_shell can `mkfifo` inside the sandbox; opening it on the host must not block.
+    workspace, _ = layout
+    os.mkfifo(workspace.root / "pipe")
+    with pytest.raises(WorkspacePathError, match="not a regular file"):
+        workspace.read_bytes("pipe")
+    with pytest.raises(WorkspacePathError, match="not a regular file"):
+        workspace.write_bytes("pipe", b"x")
+    assert [p.name for p in workspace.iter_files(workspace.root)] == ["ok.txt"]
+
+
+def test_hard_link_to_an_outside_file_is_not_written(layout: tuple[Workspace, Path]) -> None:
+    workspace, outside = layout
+    os.link(outside / "secret.txt", workspace.root / "hard.txt")
+    with pytest.raises(WorkspacePathError, match="refusing to write through a hard link"):
+        workspace.write_bytes("hard.txt", b"pwned")
+    assert (outside / "secret.txt").read_text() == SECRET
+
+
 async def test_tools_refuse_hostile_paths_and_report_clearly(
     layout: tuple[Workspace, Path],
 ) -> None:

@@ -34,6 +34,7 @@ MAX_COMPONENT_BYTES = 255
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _SEPARATORS = "./\\"
 
 
@@ -173,8 +174,32 @@ class Workspace:
                 )
                 os.close(dir_fd)
                 dir_fd = next_fd
-            return os.open(parts[-1], flags | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
+            # O_NONBLOCK: opening a FIFO planted in the workspace must not hang the
+            # runtime; anything but a regular file is refused right after the open.
+            fd = os.open(
+                parts[-1], flags | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK, mode, dir_fd=dir_fd
+            )
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                raise WorkspacePathError(
+                    f"not a regular file: {self.relative(resolved)}", path=str(resolved)
+                )
+            if flags & os.O_WRONLY and info.st_nlink > 1:
+                os.close(fd)
+                raise WorkspacePathError(
+                    f"refusing to write through a hard link: {self.relative(resolved)} "
+                    f"has {info.st_nlink} links",
+                    path=str(resolved),
+                )
+            if _O_NONBLOCK:
+                os.set_blocking(fd, True)
+            return fd
         except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader
+                raise WorkspacePathError(
+                    f"not a regular file: {self.relative(resolved)}", path=str(resolved)
+                ) from None
             if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                 raise WorkspacePathError(
                     f"refusing to follow symlink in path (it changed after the check): "
@@ -208,24 +233,33 @@ class Workspace:
     def write_bytes(self, requested: PathLike, data: bytes) -> Path:
         """Write ``data`` (creating parents) without ever following a symlink."""
         resolved = self.validate_for_write(requested)
-        fd = self._open_beneath(
-            resolved, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, make_parents=True
-        )
+        # No O_TRUNC: the target is truncated only after it proved to be a
+        # regular, singly-linked file.
+        fd = self._open_beneath(resolved, os.O_WRONLY | os.O_CREAT, 0o644, make_parents=True)
+        os.ftruncate(fd, 0)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         return resolved
 
     def iter_files(self, start: Path) -> Iterator[Path]:
         """Regular files under ``start`` (validated), never following symlinks."""
-        if start.is_file() and not start.is_symlink():
+        if _is_regular(start):
             yield start
             return
         for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                if not path.is_symlink():
+                if _is_regular(path):
                     yield path
+
+
+def _is_regular(path: Path) -> bool:
+    """A regular file, not a symlink/FIFO/socket/device (lstat: links never followed)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 _SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache"})
