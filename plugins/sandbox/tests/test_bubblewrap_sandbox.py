@@ -95,14 +95,14 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     executor = BubblewrapExecutor(timeout_seconds=20)
     with pytest.raises(SandboxTimeoutError, match=r"exceeded the timeout of 1\.0 seconds"):
         await executor.run(
-            "(sleep 60; echo late > late.txt) & sleep 60 & echo started > started.txt; wait",
+            "(sleep 59.317; echo late > late.txt) & sleep 59.317 & echo started > started.txt; wait",
             workspace_dir=tmp_path,
             timeout_seconds=1.0,
         )
     assert (tmp_path / "started.txt").exists()
     await asyncio.sleep(0.2)
     proc = await asyncio.create_subprocess_exec(
-        "pgrep", "-f", "sleep 60", stdout=asyncio.subprocess.PIPE
+        "pgrep", "-f", "sleep 59.317", stdout=asyncio.subprocess.PIPE
     )
     out, _ = await proc.communicate()
     assert out.strip() == b"", "sandboxed processes survived the timeout"
