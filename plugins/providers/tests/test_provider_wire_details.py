@@ -342,3 +342,39 @@ async def test_anthropic_compatible_server_sending_whole_tool_input_at_block_sta
         await provider.aclose()
     assert response.tool_call is not None
     assert response.tool_call.arguments == {"q": "z"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_gemini_thought_signature_goes_back_with_its_function_call(stream: bool) -> None:
+    from pydantic import BaseModel
+
+    from avo.policies import LoopPolicy
+    from avo.runtime import AgentRuntime
+    from avo.state import RunState
+    from avo.tools import FunctionTool
+    from avo_providers.wire_fakes import GeminiWire
+
+    class Args(BaseModel):
+        q: str
+
+    wire = GeminiWire()
+    part = {"functionCall": {"name": "lookup", "args": {"q": "x"}}, "thoughtSignature": "c2lnLTE="}
+    body = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}]}
+    first = ScriptedResponse.sse([(None, body)]) if stream else ScriptedResponse.json(body)
+    final = wire.text_stream("done", USAGE) if stream else wire.text("done", USAGE)
+    tool = FunctionTool(
+        name="lookup", description="Look up.", arguments_model=Args, function=lambda a: {"ok": 1}
+    )
+    async with ScriptedHTTPServer([first, final]) as server:
+        provider = GeminiProvider(cfg(server.url))
+        runtime = AgentRuntime(
+            provider=provider,
+            tools=[tool],
+            policy=LoopPolicy(max_steps=3),
+            stream_callback=(lambda _t: None) if stream else None,
+        )
+        result = await runtime.run("go")
+        await provider.aclose()
+    assert result.status is RunState.COMPLETED
+    model_turn = server.requests[1].json()["contents"][-2]
+    assert model_turn["parts"][0]["thoughtSignature"] == "c2lnLTE="

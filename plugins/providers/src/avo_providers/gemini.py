@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
-from avo_providers.base_http import HTTPProvider
+from avo_providers.base_http import HTTPProvider, ProviderConfig
 from avo_providers.http_common import (
     decode_json,
     iter_sse_events,
@@ -26,7 +27,23 @@ from avo_providers.http_common import (
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
+    import httpx
+
     from avo.providers.streaming import ModelChunk
+
+
+class _BoundedDict(OrderedDict[str, str]):
+    """A dict that forgets its oldest entries beyond ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
 
 # The OpenAPI-3.0 subset Gemini's ``Schema`` accepts; anything else is dropped.
 _SCHEMA_KEYS = frozenset(
@@ -87,6 +104,7 @@ def gemini_schema(schema: Any, defs: dict[str, Any] | None = None) -> Any:
 
 def gemini_contents(
     messages: list[dict[str, Any]],
+    signatures: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """``(systemInstruction, contents)``; consecutive same-role turns are merged."""
     system: list[dict[str, Any]] = []
@@ -115,7 +133,13 @@ def gemini_contents(
                 names_by_id[str(call.get("id"))] = function.get("name", "")
                 arguments = function.get("arguments") or "{}"
                 args = json.loads(arguments) if isinstance(arguments, str) else arguments
-                parts.append({"functionCall": {"name": function.get("name"), "args": args}})
+                part: dict[str, Any] = {
+                    "functionCall": {"name": function.get("name"), "args": args}
+                }
+                signature = (signatures or {}).get(str(call.get("id")))
+                if signature:
+                    part["thoughtSignature"] = signature
+                parts.append(part)
             role = "model" if role == "assistant" else "user"
         if not parts:
             continue
@@ -126,9 +150,11 @@ def gemini_contents(
     return ({"parts": system} if system else None), contents
 
 
-def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
-    """A ``generateContent`` request body."""
-    system, contents = gemini_contents(request.messages)
+def build_gemini_payload(
+    request: ModelRequest, *, max_tokens: int, signatures: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A ``generateContent`` body; ``signatures`` maps tool-call ids to thought signatures."""
+    system, contents = gemini_contents(request.messages, signatures)
     payload: dict[str, Any] = {
         "contents": contents,
         "generationConfig": {"maxOutputTokens": max_tokens},
@@ -194,7 +220,9 @@ def _check_finish(vendor: str, candidate: dict[str, Any], *, produced: bool) -> 
         raise malformed(vendor, f"no answer: the candidate finished with {reason}")
 
 
-def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse:
+def parse_gemini_response(
+    data: Any, *, vendor: str = "Gemini", signatures: dict[str, str] | None = None
+) -> ModelResponse:
     """A ``generateContent`` response as a ModelResponse (the first functionCall wins)."""
     from avo.providers.streaming import split_thinking
 
@@ -207,8 +235,11 @@ def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse
         if "functionCall" in part:
             call = part["functionCall"] or {}
             name = require_tool_name(vendor, call.get("name"))
+            call_id = str(call.get("id") or f"call_{new_id()}")
+            if signatures is not None and part.get("thoughtSignature"):
+                signatures[call_id] = str(part["thoughtSignature"])
             tool_call = ToolCall(
-                tool_call_id=str(call.get("id") or f"call_{new_id()}"),
+                tool_call_id=call_id,
                 name=name,
                 arguments=parse_tool_arguments(vendor, call.get("args"), name),
             )
@@ -219,7 +250,10 @@ def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse
 
 
 async def stream_gemini_chunks(
-    lines: AsyncIterator[str], *, transport_name: str = "Gemini"
+    lines: AsyncIterator[str],
+    *,
+    transport_name: str = "Gemini",
+    signatures: dict[str, str] | None = None,
 ) -> AsyncIterator[ModelChunk]:
     """Normalized chunks from ``streamGenerateContent?alt=sse``; no finishReason means cut off."""
     from avo.providers.streaming import ModelChunk, ThinkingStreamParser
@@ -237,9 +271,12 @@ async def stream_gemini_chunks(
         for part in (candidate.get("content") or {}).get("parts") or []:
             if "functionCall" in part:
                 call = part["functionCall"] or {}
+                call_id = str(call.get("id") or f"call_{new_id()}")
+                if signatures is not None and part.get("thoughtSignature"):
+                    signatures[call_id] = str(part["thoughtSignature"])
                 delta: dict[str, Any] = {
                     "index": calls,
-                    "id": str(call.get("id") or f"call_{new_id()}"),
+                    "id": call_id,
                     "arguments": json.dumps(call.get("args") or {}),
                 }
                 if call.get("name"):
@@ -273,6 +310,19 @@ class GeminiProvider(HTTPProvider):
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"
     api_style: ClassVar[str] = "gemini"
 
+    def __init__(
+        self,
+        config: ProviderConfig,
+        max_completion_tokens: int = 1024,
+        request_timeout_seconds: float = 30.0,
+        *,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(config, max_completion_tokens, request_timeout_seconds, client=client)
+        # Thought signatures Gemini attaches to function calls must be sent back with
+        # them on the next turn; the runtime's messages carry only the call id.
+        self._signatures: dict[str, str] = _BoundedDict(256)
+
     def headers(self) -> dict[str, str]:
         """``x-goog-api-key`` (never a ``?key=`` query parameter, which would leak into logs)."""
         return {"x-goog-api-key": self.config.api_key} if self.config.api_key else {}
@@ -284,15 +334,17 @@ class GeminiProvider(HTTPProvider):
 
     def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """A ``generateContent`` body (the same for streaming)."""
-        return build_gemini_payload(request, max_tokens=self.max_completion_tokens)
+        return build_gemini_payload(
+            request, max_tokens=self.max_completion_tokens, signatures=self._signatures
+        )
 
     def parse_response(self, data: Any) -> ModelResponse:
         """A ``generateContent`` response."""
-        return parse_gemini_response(data, vendor=self.vendor)
+        return parse_gemini_response(data, vendor=self.vendor, signatures=self._signatures)
 
     def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
         """A ``streamGenerateContent`` SSE stream."""
-        return stream_gemini_chunks(lines, transport_name=self.vendor)
+        return stream_gemini_chunks(lines, transport_name=self.vendor, signatures=self._signatures)
 
 
 __all__ = [
