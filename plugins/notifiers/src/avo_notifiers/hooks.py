@@ -15,6 +15,7 @@ from typing import Any
 
 from avo.exceptions import ConfigError, NotifierError
 from avo.hooks import HookCallable, HookContext, HookDecision, HookEvent, HookRegistry
+from avo.redaction import Redactor
 from avo_notifiers.core import Notification, NotificationDispatcher
 
 HookPairs = list[tuple[HookEvent, HookCallable]]
@@ -58,19 +59,41 @@ def notify_hooks(
 ) -> HookPairs:
     """Hooks that send a notification on NOTIFICATION and at run end (STOP).
 
-    Settings: ``on_stop`` / ``on_notification`` (default true each). The
-    dispatcher defaults to :meth:`NotificationDispatcher.from_env`. A failed
-    delivery is logged, never raised into the run.
+    Settings: ``on_stop`` / ``on_notification`` (default true each), and where
+    to send: ``webhook`` (a URL) and ``desktop`` (true/false). Without either,
+    the dispatcher is :meth:`NotificationDispatcher.from_env`
+    (``AVO_NOTIFY_WEBHOOK`` / ``AVO_NOTIFY_DESKTOP``). A failed delivery is
+    logged, never raised into the run.
     """
     options = dict(settings or {})
-    unknown = set(options) - {"on_stop", "on_notification"}
+    allowed = {"on_stop", "on_notification", "webhook", "desktop"}
+    unknown = set(options) - allowed
     if unknown:
         raise ConfigError(
-            f"unknown notify hook settings {sorted(unknown)}; allowed: on_notification, on_stop"
+            f"unknown notify hook settings {sorted(unknown)}; allowed: {', '.join(sorted(allowed))}"
         )
-    sender = dispatcher or NotificationDispatcher.from_env(
-        os.environ if environ is None else environ
-    )
+    env = os.environ if environ is None else environ
+    if dispatcher is not None:
+        sender = dispatcher
+    elif "webhook" in options or "desktop" in options:
+        sender = NotificationDispatcher(redactor=Redactor(environ=env))
+        if options.get("webhook"):
+            from avo_notifiers.webhook import WebhookNotifier
+
+            sender.register(WebhookNotifier(str(options["webhook"])))
+        if options.get("desktop"):
+            from avo_notifiers.desktop import DesktopNotifier
+
+            desktop = DesktopNotifier(path=env.get("PATH"))
+            if desktop.command is None:
+                raise ConfigError(
+                    "notify hook: desktop = true but no notify-send, osascript or "
+                    "terminal-notifier is on PATH",
+                    key="desktop",
+                )
+            sender.register(desktop)
+    else:
+        sender = NotificationDispatcher.from_env(env)
 
     async def deliver(notification: Notification) -> HookDecision:
         try:
