@@ -11,25 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from avo.plugins import CommandSpec, ProviderCapabilities, ProviderSpec, StoreSpec, provides
 
 
-class FakeProviderSettings(BaseModel):
-    """``[provider.settings]`` of the ``fake`` provider."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    script: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="Scripted responses, in order: {content = ...} or "
-        "{tool_call = {name = ..., arguments = {...}}} tables (ModelResponse fields).",
-    )
-    repeat_last: bool = Field(default=False, description="Repeat the last response forever.")
-
-
 def _make_fake_provider(settings: Mapping[str, Any], *, environ: Any = None) -> Any:
+    from avo._builtin_settings import FakeProviderSettings
     from avo.providers.fake import FakeProvider
 
     parsed = FakeProviderSettings.model_validate(dict(settings))
@@ -42,16 +28,20 @@ def _make_memory_store(location: str = "", settings: Mapping[str, Any] | None = 
     return InMemoryEventStore()
 
 
-fake_provider = provides(
-    ProviderSpec(
-        name="fake",
-        factory=_make_fake_provider,
-        description="Scripted responses from [provider.settings] script: no network, no key.",
-        settings_model=FakeProviderSettings,
-        models=("fake",),
-        capabilities=ProviderCapabilities(streaming=True, tool_calls=True),
+def _fake_provider() -> Any:
+    from avo._builtin_settings import FakeProviderSettings
+
+    return provides(
+        ProviderSpec(
+            name="fake",
+            factory=_make_fake_provider,
+            description="Scripted responses from [provider.settings] script: no network, no key.",
+            settings_model=FakeProviderSettings,
+            models=("fake",),
+            capabilities=ProviderCapabilities(streaming=True, tool_calls=True),
+        )
     )
-)
+
 
 memory_store = provides(
     StoreSpec(
@@ -61,6 +51,18 @@ memory_store = provides(
         schemes=("memory",),
     )
 )
+
+_LAZY: dict[str, Any] = {}
+fake_provider: Any  # built by __getattr__ on first use
+
+
+def __getattr__(name: str) -> Any:
+    """``fake_provider`` is built on first use: its settings model needs pydantic."""
+    if name == "fake_provider":
+        if name not in _LAZY:
+            _LAZY[name] = _fake_provider()
+        return _LAZY[name]
+    raise AttributeError(f"module 'avo._builtins' has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------ commands

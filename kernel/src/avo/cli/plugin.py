@@ -23,6 +23,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="plugin_action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="installed plugins with their status")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument(
+        "--refresh", action="store_true", help="re-check every plugin, ignoring the status cache"
+    )
     show = actions.add_parser("show", help="one plugin's hooks, entry point and settings schema")
     show.add_argument("name")
     show.add_argument("--kind", choices=sorted(HOOK_OF_KIND), help="when the name is ambiguous")
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     manager = getattr(args, "avo_plugins", None) or PluginManager(environ=environ)
     action = args.plugin_action
     if action == "list":
-        return _list(manager, as_json=args.json)
+        return _list(manager, environ, as_json=args.json, refresh=args.refresh)
     if action == "show":
         return _show(manager, args.name, kind=args.kind, as_json=args.json)
     if action == "install":
@@ -76,8 +79,15 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _list(manager: PluginManager, *, as_json: bool) -> int:
-    rows = manager.status()
+def _list(
+    manager: PluginManager, environ: Mapping[str, str] | None, *, as_json: bool, refresh: bool
+) -> int:
+    import os
+
+    from avo.plugins.status_cache import cached_status
+
+    env = os.environ if environ is None else environ
+    rows = cached_status(manager, env, refresh=refresh)
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -1,0 +1,129 @@
+"""A cache of ``avo plugin list``'s load check, keyed on what could change it.
+
+Checking whether a plugin loads means importing it, which dominates
+``avo plugin list``'s run time. The result is cached in one JSON file and
+reused only while its key matches: the interpreter, ``sys.path``, the kernel
+version, the switches, and for every discovered entry point its value, its
+distribution's name, version and dist-info mtime, and the mtime of the entry
+point's module file (found on ``sys.path`` without importing it). Installing,
+removing or upgrading a package, or editing a plugin's entry module,
+therefore invalidates it; ``avo plugin list --refresh`` ignores it.
+
+Location: ``AVO_PLUGINS_CACHE`` (a file path; ``0``/``off`` disables), else
+``$XDG_CACHE_HOME/avo/plugin-status.json`` (default ``~/.cache``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from avo.plugins.discovery import PluginEntry
+from avo.plugins.manager import PluginManager
+
+_OFF = {"0", "off", "false", "no"}
+_VERSION = 1
+
+
+def cache_path(environ: Mapping[str, str]) -> Path | None:
+    """Where the cache lives, or None when it is disabled."""
+    configured = environ.get("AVO_PLUGINS_CACHE", "").strip()
+    if configured.lower() in _OFF:
+        return None
+    if configured:
+        return Path(configured).expanduser()
+    base = environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base) if base else Path(environ.get("HOME") or Path.home()) / ".cache"
+    return root / "avo" / "plugin-status.json"
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _module_mtime(value: str, cache: dict[str, int]) -> int:
+    module = value.split(":", 1)[0].strip()
+    if module in cache:
+        return cache[module]
+    parts = module.split(".")
+    found = -1
+    for base in sys.path:
+        if not base:
+            continue
+        stem = Path(base).joinpath(*parts)
+        for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+            found = _mtime(candidate)
+            if found != -1:
+                break
+        if found != -1:
+            break
+    cache[module] = found
+    return found
+
+
+def fingerprint(manager: PluginManager, entries: list[PluginEntry]) -> str:
+    """The cache key: everything the load check's outcome depends on."""
+    modules: dict[str, int] = {}
+    parts: list[Any] = [
+        _VERSION,
+        sys.executable,
+        sys.path,
+        manager.kernel_version,
+        manager.autoload,
+        sorted(manager.block),
+        sorted(manager.allow) if manager.allow is not None else None,
+    ]
+    for entry in sorted(entries, key=lambda e: (e.group, e.name, e.package or "")):
+        dist_mtime = _mtime(Path(entry.dist_path)) if entry.dist_path else -1
+        record_mtime = _mtime(Path(entry.dist_path) / "RECORD") if entry.dist_path else -1
+        parts.append(
+            [
+                entry.group,
+                entry.name,
+                entry.value,
+                entry.package,
+                entry.version,
+                entry.kernel_requirement,
+                dist_mtime,
+                record_mtime,
+                _module_mtime(entry.value, modules),
+            ]
+        )
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def cached_status(
+    manager: PluginManager, environ: Mapping[str, str], *, refresh: bool = False
+) -> list[dict[str, Any]]:
+    """``manager.status()``, from the cache when its key still matches."""
+    path = cache_path(environ)
+    if path is None:
+        return manager.status()
+    key = fingerprint(manager, manager.entries(include_disabled=True))
+    if not refresh:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("key") == key and isinstance(data.get("rows"), list):
+                return list(data["rows"])
+        except (OSError, ValueError):
+            pass
+    rows = manager.status()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_text(json.dumps({"key": key, "rows": rows}), encoding="utf-8")
+        scratch.replace(path)
+    except OSError:  # a read-only home only costs speed
+        pass
+    return rows
+
+
+__all__ = ["cache_path", "cached_status", "fingerprint"]

@@ -1,0 +1,64 @@
+"""The ``avo plugin list`` status cache: reused while nothing relevant changed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from avo.plugins.manager import PluginManager
+from avo.plugins.status_cache import cache_path, cached_status
+from avo.testing.plugins import write_distribution
+
+SOURCE = """
+from avo.plugins import ToolSpec, provides
+plugin = provides(ToolSpec(name="cached", factory=lambda settings: None))
+"""
+
+
+def test_cache_location_from_environ(tmp_path: Path) -> None:
+    assert cache_path({"AVO_PLUGINS_CACHE": "0"}) is None
+    assert cache_path({"AVO_PLUGINS_CACHE": str(tmp_path / "c.json")}) == tmp_path / "c.json"
+    assert cache_path({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "avo" / "plugin-status.json"
+
+
+def test_cached_rows_are_reused_until_the_plugin_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(site))
+    module = f"cached_{uuid.uuid4().hex[:8]}"
+    write_distribution(
+        site,
+        "avo-cached",
+        entry_points={"avo.tools": {"cached": f"{module}:plugin"}},
+        modules={module: SOURCE},
+    )
+    env = {"AVO_PLUGINS_CACHE": str(tmp_path / "cache.json")}
+
+    def rows() -> list[dict[str, object]]:
+        return cached_status(PluginManager(environ={}, path=[str(site)]), env)
+
+    first = rows()
+    assert [(r["name"], r["status"]) for r in first] == [("cached", "ok")]
+    assert module in sys.modules
+    del sys.modules[module]
+    assert rows() == first
+    assert module not in sys.modules  # answered from the cache: nothing imported
+
+    # a broken edit to the entry module invalidates the cache
+    source = site / f"{module}.py"
+    source.write_text("raise ImportError('edited')\n")
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
+    [row] = rows()
+    assert row["status"] == "broken" and "edited" in str(row["reason"])
+    assert cached_status(PluginManager(environ={}, path=[str(site)]), env, refresh=True) == [row]
+
+
+def test_disabled_cache_always_checks(tmp_path: Path) -> None:
+    manager = PluginManager(environ={}, path=[str(tmp_path)])
+    assert cached_status(manager, {"AVO_PLUGINS_CACHE": "off"}) == []
