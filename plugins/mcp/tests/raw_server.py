@@ -1,19 +1,59 @@
 """A hand-written newline-JSON-RPC MCP server that misbehaves on request.
 
 The SDK diverts fd 1 away from the wire, so a server written with it cannot
-corrupt its own stdout; this one can. ``python raw_server.py [garbage-at-start]``.
-Tool ``garbage`` answers a call with a non-JSON line on the protocol channel.
+corrupt its own stdout; this one can. It also starts in milliseconds, which
+keeps the failure-mode tests fast. ``python raw_server.py [garbage-at-start]``.
+
+Tools: ``garbage`` answers with a non-JSON line on the protocol channel,
+``crash`` exits with code 3 mid-call, ``hang`` never answers, ``boom`` answers
+with a tool error (``isError: true``), ``echo`` works.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
+
+TOOLS = ["garbage", "crash", "hang", "boom", "echo"]
 
 
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def call(request_id: object, name: str, arguments: dict) -> None:
+    if name == "garbage":
+        sys.stdout.write("<html>oops, this is not JSON-RPC</html>\n")
+        sys.stdout.flush()
+    elif name == "crash":
+        sys.stderr.write("crash tool: exiting now\n")
+        sys.stderr.flush()
+        os._exit(3)
+    elif name == "hang":
+        while True:
+            time.sleep(1)
+    elif name == "boom":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "content": [{"type": "text", "text": "the boom tool always fails"}],
+                    "isError": True,
+                },
+            }
+        )
+    else:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"content": [{"type": "text", "text": json.dumps(arguments)}]},
+            }
+        )
 
 
 def main() -> None:
@@ -45,17 +85,18 @@ def main() -> None:
                     "result": {
                         "tools": [
                             {
-                                "name": "garbage",
-                                "description": "Answers with garbage.",
+                                "name": name,
+                                "description": f"The {name} tool.",
                                 "inputSchema": {"type": "object", "properties": {}},
                             }
+                            for name in TOOLS
                         ]
                     },
                 }
             )
         elif method == "tools/call":
-            sys.stdout.write("<html>oops, this is not JSON-RPC</html>\n")
-            sys.stdout.flush()
+            params = message["params"]
+            call(request_id, params["name"], params.get("arguments") or {})
 
 
 if __name__ == "__main__":

@@ -15,25 +15,16 @@ from avo_mcp import MCPClient, MCPServer, mcp_tool, mcp_tools
 TESTS_DIR = Path(__file__).resolve().parent
 
 
-async def test_handshake_lists_sdk_tools(sdk_server_command, assert_reaped):
+async def test_sdk_server_tools_in_registry_and_tool_errors(sdk_server_command, assert_reaped):
     server = MCPServer(command=sdk_server_command, name="sdk")
-    await server.start()
-    try:
+    async with MCPClient(server) as client:
         assert server.server_info["name"] == "sdk-demo"
         assert server.protocol_version == "2025-11-25"
-        names = {tool["name"] for tool in server.tools}
-        assert {"add", "shout", "boom", "crash", "hang", "garbage"} <= names
-        result = await server.call_tool("add", {"a": 2, "b": 40})
-        assert result["is_error"] is False
-        assert result["name"] == "add"
-        assert result["text"] == "42"
-    finally:
-        await server.stop()
-    assert_reaped(server.pid)
-
-
-async def test_mcp_tools_in_registry_and_tool_errors(sdk_server_command, assert_reaped):
-    async with MCPClient(MCPServer(command=sdk_server_command)) as client:
+        assert {"add", "shout", "boom", "crash", "hang", "garbage"} <= {
+            tool["name"] for tool in server.tools
+        }
+        raw = await server.call_tool("add", {"a": 2, "b": 40})
+        assert raw == {"name": "add", "is_error": False, "result": raw["result"], "text": "42"}
         registry = ToolRegistry(client.tools())
         shout = registry.get("shout")
         assert shout.metadata.input_schema["properties"]["text"]["type"] == "string"
