@@ -170,3 +170,52 @@ async def test_events_of_unknown_runs_are_ignored():
         )
     )
     assert exporter.get_finished_spans() == ()
+
+
+async def test_avo_toml_enables_tracing_through_the_otel_hook(tmp_path, monkeypatch):
+    from avo.compose import compose
+    from avo_otel.hooks import otel
+
+    exporter = InMemorySpanExporter()
+    real_build = backend.build_provider
+
+    def build_in_memory(*, service_name=None, environ=None, exporter=None):
+        return real_build(service_name=service_name, environ=environ, exporter=memory)
+
+    memory = exporter
+    monkeypatch.setattr(backend, "build_provider", build_in_memory)
+    monkeypatch.setenv("AVO_OTEL_ENABLED", "1")  # the hook factory reads the process env
+    config = tmp_path / "avo.toml"
+    config.write_text(
+        """
+hooks = [{name = "otel", settings = {service_name = "from-toml"}}]
+[store]
+name = "memory"
+[provider]
+name = "fake"
+[[provider.settings.script]]
+content = "traced"
+usage = {input_tokens = 3, output_tokens = 1}
+"""
+    )
+    try:
+        composition = compose(config, environ={"AVO_OTEL_ENABLED": "1"})
+        async with composition:
+            result = await composition.runtime.run("x")
+    finally:
+        otel.disable()
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == ["avo.run", "avo.turn"]
+    root = next(s for s in spans if s.name == "avo.run")
+    assert root.attributes["avo.run_id"] == result.run_id
+    assert root.resource.attributes["service.name"] == "from-toml"
+    turn = next(s for s in spans if s.name == "avo.turn")
+    assert turn.attributes["gen_ai.usage.input_tokens"] == 3
+
+
+def test_otel_hook_refuses_when_the_gate_is_off():
+    from avo_otel.hooks import otel
+
+    with pytest.raises(observability.OtelDisabledError):
+        otel.spec.factory({}, environ={})
+    assert otel.observer is None
