@@ -191,3 +191,13 @@ for line in sys.stdin:
         with pytest.raises(MCPError, match="closed its stdout but kept running"):
             await tool.invoke({})
         assert_reaped(server.pid)
+
+
+def test_tool_names_are_model_safe():
+    server = MCPServer(command=["unused"])
+    tool = mcp_tool(server, {"name": "weather.get current", "inputSchema": {"properties": {}}})
+    assert tool.metadata.name == "weather_get_current"
+    assert tool.remote_name == "weather.get current"
+    assert tool.metadata.input_schema == {"type": "object", "properties": {}}
+    long = mcp_tool(server, {"name": "x" * 100})
+    assert len(long.metadata.name) == 64

@@ -14,6 +14,7 @@ crashed, hung past its timeout or wrote garbage.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -23,6 +24,17 @@ from avo.exceptions import MCPError
 from avo.models import ToolMetadata, ToolRisk
 from avo_mcp.framing import JsonDict
 from avo_mcp.session import MCPSession
+
+_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+
+
+def tool_name_for(remote_name: str, prefix: str = "") -> str:
+    """A model-safe tool name: ``[A-Za-z0-9_-]{1,64}`` (providers reject others).
+
+    MCP allows names such as ``weather.get``; other characters become ``_``.
+    """
+    return _INVALID_NAME_CHARS.sub("_", f"{prefix}{remote_name}")[:_MAX_NAME]
 
 
 def risk_from_annotations(annotations: Mapping[str, Any] | None) -> ToolRisk | None:
@@ -60,11 +72,13 @@ class MCPTool:
         schema = descriptor.get("inputSchema")
         if not isinstance(schema, dict):
             schema = {"type": "object", "properties": {}}
+        elif "type" not in schema:
+            schema = {"type": "object", **schema}
         description = descriptor.get("description")
         if not isinstance(description, str) or not description.strip():
             description = f"MCP tool {remote_name} from server {server.name}"
         self._metadata = ToolMetadata(
-            name=name or remote_name,
+            name=name or tool_name_for(remote_name),
             description=description,
             input_schema=schema,
             risk=risk,
@@ -121,7 +135,7 @@ def mcp_tools(
         mcp_tool(
             server,
             descriptor,
-            name=f"{prefix}{descriptor['name']}" if prefix else None,
+            name=tool_name_for(descriptor["name"], prefix),
             trust_annotations=trust_annotations,
         )
         for descriptor in server.tools
@@ -162,4 +176,11 @@ class MCPClient:
         return mcp_tools(self.server, prefix=self.prefix, trust_annotations=self.trust_annotations)
 
 
-__all__ = ["MCPClient", "MCPTool", "mcp_tool", "mcp_tools", "risk_from_annotations"]
+__all__ = [
+    "MCPClient",
+    "MCPTool",
+    "mcp_tool",
+    "mcp_tools",
+    "risk_from_annotations",
+    "tool_name_for",
+]
