@@ -284,6 +284,25 @@ async def test_runaway_output_is_capped_at_the_source(project: Path) -> None:
     assert read["content"].endswith("E") and len(read["content"]) < 101_000
 
 
+async def test_configured_workspace_is_a_default_and_bound_wins(
+    project: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "calc.py").write_text("other\n")
+    tool = read_file_tool(workspace=project)
+    assert (await tool.invoke({"path": "calc.py"}))["content"] == PROJECT["calc.py"]
+    with bind_workspace(other):
+        assert (await tool.invoke({"path": "calc.py"}))["content"] == "other\n"
+
+
+def test_unknown_configured_sandbox_is_a_clear_error(project: Path) -> None:
+    from avo.exceptions import PluginError
+
+    with pytest.raises(PluginError, match=r"unknown sandbox 'nope'; available: .*bubblewrap"):
+        SPECS["run_shell"].factory({"workspace": str(project), "sandbox": "nope"})
+
+
 def test_cap_helpers() -> None:
     assert cap_text("short", 10) == "short"
     capped = cap_text("a" * 50 + "b" * 50, 30)

@@ -8,7 +8,7 @@ from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.errors import EditFileError
-from avo_tools.workspace import Workspace, bind_workspace, current_workspace
+from avo_tools.workspace import PathLike, Workspace, bind_workspace, current_workspace
 
 MAX_READ_BYTES = 1_048_576
 """read_file reads at most this many bytes of a file."""
@@ -142,7 +142,9 @@ def _batch_replace(args: BatchReplaceArguments) -> dict[str, object]:
     return {"dry_run": args.dry_run, "files": sorted(contents), "patches": results}
 
 
-def read_file_tool() -> FunctionTool[ReadFileArguments]:
+def read_file_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[ReadFileArguments]:
     """Read a UTF-8 text file inside the bound workspace."""
     return build_tool(
         name="read_file",
@@ -151,10 +153,13 @@ def read_file_tool() -> FunctionTool[ReadFileArguments]:
         function=_read_file,
         risk=ToolRisk.INSPECT,
         max_chars=MAX_READ_CHARS,
+        workspace=workspace,
     )
 
 
-def write_file_tool() -> FunctionTool[WriteFileArguments]:
+def write_file_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[WriteFileArguments]:
     """Create or overwrite a file inside the bound workspace."""
     return build_tool(
         name="write_file",
@@ -162,10 +167,13 @@ def write_file_tool() -> FunctionTool[WriteFileArguments]:
         arguments_model=WriteFileArguments,
         function=_write_file,
         risk=ToolRisk.MODIFY,
+        workspace=workspace,
     )
 
 
-def edit_file_tool() -> FunctionTool[EditFileArguments]:
+def edit_file_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[EditFileArguments]:
     """Replace an exact string in a file inside the bound workspace."""
     return build_tool(
         name="edit_file",
@@ -176,10 +184,13 @@ def edit_file_tool() -> FunctionTool[EditFileArguments]:
         arguments_model=EditFileArguments,
         function=_edit_file,
         risk=ToolRisk.MODIFY,
+        workspace=workspace,
     )
 
 
-def batch_replace_tool() -> FunctionTool[BatchReplaceArguments]:
+def batch_replace_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[BatchReplaceArguments]:
     """Apply several exact-string patches, all or nothing."""
     return build_tool(
         name="batch_replace",
@@ -187,6 +198,7 @@ def batch_replace_tool() -> FunctionTool[BatchReplaceArguments]:
         arguments_model=BatchReplaceArguments,
         function=_batch_replace,
         risk=ToolRisk.MODIFY,
+        workspace=workspace,
     )
 
 

@@ -19,7 +19,7 @@ from avo.exceptions import ToolExecutionError
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
-from avo_tools.workspace import Workspace, current_workspace
+from avo_tools.workspace import PathLike, Workspace, current_workspace
 
 GIT_TIMEOUT_SECONDS = 30.0
 _SAFE_CONFIG = (
@@ -147,7 +147,9 @@ def _git_commit(args: GitCommitArguments) -> dict[str, object]:
     return {"commit": sha, "message": args.message, "files": files}
 
 
-def git_status_tool() -> FunctionTool[GitStatusArguments]:
+def git_status_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[GitStatusArguments]:
     """Show the workspace repository's status."""
     return build_tool(
         name="git_status",
@@ -155,10 +157,13 @@ def git_status_tool() -> FunctionTool[GitStatusArguments]:
         arguments_model=GitStatusArguments,
         function=_git_status,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 
-def git_diff_tool() -> FunctionTool[GitDiffArguments]:
+def git_diff_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[GitDiffArguments]:
     """Show the workspace repository's diff."""
     return build_tool(
         name="git_diff",
@@ -166,10 +171,13 @@ def git_diff_tool() -> FunctionTool[GitDiffArguments]:
         arguments_model=GitDiffArguments,
         function=_git_diff,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 
-def git_commit_tool() -> FunctionTool[GitCommitArguments]:
+def git_commit_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[GitCommitArguments]:
     """Commit workspace changes with a Conventional Commits message."""
     return build_tool(
         name="git_commit",
@@ -177,6 +185,7 @@ def git_commit_tool() -> FunctionTool[GitCommitArguments]:
         arguments_model=GitCommitArguments,
         function=_git_commit,
         risk=ToolRisk.MODIFY,
+        workspace=workspace,
     )
 
 

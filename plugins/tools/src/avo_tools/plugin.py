@@ -1,7 +1,15 @@
 """Entry points: one ``ToolSpec`` per tool, each with the risk its metadata declares.
 
 Importing this module is cheap: builders (and httpx, for web_fetch) are
-imported inside the factories. ``task`` has no entry point: it needs its
+imported inside the factories. Workspace tools take ``settings.workspace`` (the
+directory used when no ``bind_workspace`` is active); run_shell / lint /
+test_runner also take ``settings.sandbox`` (an ``avo.sandboxes`` plugin name)
+and ``settings.sandbox_settings``, e.g. in ``avo.toml``::
+
+    tools = [
+        {name = "read_file", settings = {workspace = "."}},
+        {name = "run_shell", settings = {workspace = ".", sandbox = "bubblewrap"}},
+    ] ``task`` has no entry point: it needs its
 parent runtime, so build it with :func:`avo_tools.task_tool.task_tool`.
 """
 
@@ -24,10 +32,39 @@ class WebFetchSettings(BaseModel):
     max_redirects: int = 5
 
 
-def _builder(module: str, function: str) -> Any:
+class WorkspaceToolSettings(BaseModel):
+    """Settings of a workspace tool: the workspace used when none is bound."""
+
+    model_config = ConfigDict(extra="forbid")
+    workspace: str | None = None
+
+
+class ShellToolSettings(WorkspaceToolSettings):
+    """Settings of run_shell / lint / test_runner: also the sandbox (an ``avo.sandboxes`` name)."""
+
+    sandbox: str | None = None
+    sandbox_settings: dict[str, Any] = {}
+
+
+def _sandbox(name: str, settings: dict[str, Any]) -> Any:
+    from avo.plugins.manager import PluginManager
+
+    spec = PluginManager().get("sandbox", name)
+    if spec.settings_model is not None:
+        settings = spec.settings_model.model_validate(settings).model_dump()
+    return spec.factory(settings)
+
+
+def _builder(module: str, function: str, settings_model: type[BaseModel] | None) -> Any:
     def factory(settings: dict[str, Any] | None = None) -> Any:
         builder = getattr(importlib.import_module(f"avo_tools.{module}"), function)
-        return builder()
+        if settings_model is None:
+            return builder()
+        parsed = settings_model.model_validate(settings or {})
+        kwargs: dict[str, Any] = {"workspace": getattr(parsed, "workspace", None)}
+        if isinstance(parsed, ShellToolSettings) and parsed.sandbox:
+            kwargs["sandbox"] = _sandbox(parsed.sandbox, parsed.sandbox_settings)
+        return builder(**kwargs)
 
     factory.__name__ = f"build_{function}"
     return factory
@@ -64,8 +101,38 @@ _CATALOG: tuple[tuple[str, str, str, ToolRisk, str], ...] = (
     ("web_search", "web_tools", "web_search_tool", ToolRisk.EXECUTE, "Web search."),
 )
 
+_SHELL = frozenset({"run_shell", "lint", "test_runner"})
+_WORKSPACE = frozenset(
+    {
+        "read_file",
+        "write_file",
+        "edit_file",
+        "batch_replace",
+        "glob",
+        "grep",
+        "symbols",
+        "workspace_map",
+        "git_status",
+        "git_diff",
+        "git_commit",
+    }
+)
+
+
+def _settings_model(name: str) -> type[BaseModel] | None:
+    if name in _SHELL:
+        return ShellToolSettings
+    return WorkspaceToolSettings if name in _WORKSPACE else None
+
+
 SPECS: dict[str, ToolSpec] = {
-    name: ToolSpec(name=name, factory=_builder(module, fn), risk=risk, description=desc)
+    name: ToolSpec(
+        name=name,
+        factory=_builder(module, fn, _settings_model(name)),
+        risk=risk,
+        description=desc,
+        settings_model=_settings_model(name),
+    )
     for name, module, fn, risk, desc in _CATALOG
 }
 SPECS["web_fetch"] = ToolSpec(

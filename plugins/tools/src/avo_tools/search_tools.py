@@ -14,7 +14,7 @@ from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
 from avo_tools.errors import EditFileError
-from avo_tools.workspace import Workspace, current_workspace
+from avo_tools.workspace import PathLike, Workspace, current_workspace
 
 MAX_GREP_FILE_BYTES = 2_000_000
 """grep skips files larger than this."""
@@ -193,7 +193,7 @@ def _workspace_map(args: WorkspaceMapArguments) -> dict[str, object]:
     return result
 
 
-def glob_tool() -> FunctionTool[GlobArguments]:
+def glob_tool(*, workspace: Workspace | PathLike | None = None) -> FunctionTool[GlobArguments]:
     """Find workspace files by glob pattern."""
     return build_tool(
         name="glob",
@@ -201,10 +201,11 @@ def glob_tool() -> FunctionTool[GlobArguments]:
         arguments_model=GlobArguments,
         function=_glob,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 
-def grep_tool() -> FunctionTool[GrepArguments]:
+def grep_tool(*, workspace: Workspace | PathLike | None = None) -> FunctionTool[GrepArguments]:
     """Search workspace files with a regular expression."""
     return build_tool(
         name="grep",
@@ -212,10 +213,13 @@ def grep_tool() -> FunctionTool[GrepArguments]:
         arguments_model=GrepArguments,
         function=_grep,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 
-def symbols_tool() -> FunctionTool[SymbolsArguments]:
+def symbols_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[SymbolsArguments]:
     """List Python classes, functions and methods."""
     return build_tool(
         name="symbols",
@@ -223,10 +227,13 @@ def symbols_tool() -> FunctionTool[SymbolsArguments]:
         arguments_model=SymbolsArguments,
         function=_symbols,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 
-def workspace_map_tool() -> FunctionTool[WorkspaceMapArguments]:
+def workspace_map_tool(
+    *, workspace: Workspace | PathLike | None = None
+) -> FunctionTool[WorkspaceMapArguments]:
     """Map the workspace: files with sizes and the most recently changed ones."""
     return build_tool(
         name="workspace_map",
@@ -234,6 +241,7 @@ def workspace_map_tool() -> FunctionTool[WorkspaceMapArguments]:
         arguments_model=WorkspaceMapArguments,
         function=_workspace_map,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
     )
 
 

@@ -9,61 +9,17 @@ raise :class:`~avo_tools.errors.SandboxNotBoundError`.
 
 from __future__ import annotations
 
-import contextvars
 import re
 import shlex
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
-from avo_tools.errors import SandboxNotBoundError
-from avo_tools.workspace import Workspace, current_workspace
-
-
-class SandboxRunner(Protocol):
-    """What run_shell needs from a sandbox executor."""
-
-    async def run(
-        self,
-        command: str,
-        *,
-        workspace_dir: Path,
-        env: Mapping[str, str] | None = None,
-        timeout_seconds: float | None = None,
-    ) -> Any: ...
-
-
-_current: contextvars.ContextVar[tuple[SandboxRunner, ...]] = contextvars.ContextVar(
-    "avo_tools_sandbox", default=()
-)
-
-
-@contextmanager
-def bind_sandbox(executor: SandboxRunner) -> Iterator[SandboxRunner]:
-    """Bind a sandbox executor for run_shell / lint / test_runner inside this block."""
-    token = _current.set((*_current.get(), executor))
-    try:
-        yield executor
-    finally:
-        _current.reset(token)
-
-
-def current_sandbox(tool_name: str = "run_shell") -> SandboxRunner:
-    """The innermost bound sandbox, or SandboxNotBoundError."""
-    stack = _current.get()
-    if not stack:
-        raise SandboxNotBoundError(
-            f"{tool_name} invoked without a sandbox; it never runs commands on the host. "
-            "Wrap the run in avo_tools.bind_sandbox(executor) with a docker or bubblewrap "
-            "executor from avo-sandbox"
-        )
-    return stack[-1]
+from avo_tools.sandbox_binding import SandboxRunner, bind_sandbox, current_sandbox
+from avo_tools.workspace import PathLike, Workspace, current_workspace
 
 
 class RunShellArguments(BaseModel):
@@ -154,7 +110,9 @@ async def _test_runner(args: TestRunnerArguments) -> dict[str, object]:
     }
 
 
-def run_shell_tool() -> FunctionTool[RunShellArguments]:
+def run_shell_tool(
+    *, workspace: Workspace | PathLike | None = None, sandbox: SandboxRunner | None = None
+) -> FunctionTool[RunShellArguments]:
     """Run a shell command in the bound sandbox (never on the host)."""
     return build_tool(
         name="run_shell",
@@ -165,10 +123,14 @@ def run_shell_tool() -> FunctionTool[RunShellArguments]:
         arguments_model=RunShellArguments,
         function=_run_shell,
         risk=ToolRisk.EXECUTE,
+        workspace=workspace,
+        sandbox=sandbox,
     )
 
 
-def lint_tool() -> FunctionTool[LintArguments]:
+def lint_tool(
+    *, workspace: Workspace | PathLike | None = None, sandbox: SandboxRunner | None = None
+) -> FunctionTool[LintArguments]:
     """Lint the workspace (ruff when present, else compileall) in the sandbox."""
     return build_tool(
         name="lint",
@@ -176,10 +138,14 @@ def lint_tool() -> FunctionTool[LintArguments]:
         arguments_model=LintArguments,
         function=_lint,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
+        sandbox=sandbox,
     )
 
 
-def test_runner_tool() -> FunctionTool[TestRunnerArguments]:
+def test_runner_tool(
+    *, workspace: Workspace | PathLike | None = None, sandbox: SandboxRunner | None = None
+) -> FunctionTool[TestRunnerArguments]:
     """Run pytest in the sandbox and summarise the outcome."""
     return build_tool(
         name="test_runner",
@@ -187,6 +153,8 @@ def test_runner_tool() -> FunctionTool[TestRunnerArguments]:
         arguments_model=TestRunnerArguments,
         function=_test_runner,
         risk=ToolRisk.INSPECT,
+        workspace=workspace,
+        sandbox=sandbox,
     )
 
 

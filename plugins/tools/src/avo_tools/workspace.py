@@ -280,6 +280,11 @@ def bind_workspace(root: Workspace | PathLike, *, create: bool = False) -> Itera
         _current.reset(token)
 
 
+def has_workspace() -> bool:
+    """True inside ``bind_workspace(...)``."""
+    return bool(_current.get())
+
+
 def current_workspace(tool_name: str = "tool") -> Workspace:
     """The innermost bound workspace, or WorkspaceNotBoundError."""
     stack = _current.get()
@@ -297,5 +302,6 @@ __all__ = [
     "Workspace",
     "bind_workspace",
     "current_workspace",
+    "has_workspace",
     "validate_path",
 ]
