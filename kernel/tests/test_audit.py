@@ -53,3 +53,37 @@ def test_errors(tmp_path):
 def test_event_round_trip():
     event = AuditEvent(action="a", payload={"k": 1})
     assert AuditEvent.from_dict(event.to_dict()) == event
+
+
+async def test_audit_observer_records_a_real_run(tmp_path, monkeypatch):
+    from avo.audit import AuditObserver
+    from avo.hooks import HookEvent, HookRegistry, make_blocking_hook
+    from avo.models import ModelResponse, ToolCall
+    from avo.plugins.manager import PluginManager
+    from avo.providers.fake import FakeProvider
+    from avo.runtime import AgentRuntime
+
+    monkeypatch.setenv("SHOP_API_KEY", "shop-key-0000-secret")
+    log = AuditLog(tmp_path / "audit.jsonl", environ={})
+    manager = PluginManager(autoload=False, environ={})
+    manager.register(AuditObserver(log, actor="ci"), "audit")
+    hooks = HookRegistry()
+    hooks.register(HookEvent.PRE_TOOL_USE, make_blocking_hook("no deletes"))
+    call = ToolCall(name="delete_all", arguments={"token": "shop-key-0000-secret"})
+    runtime = AgentRuntime(
+        provider=FakeProvider([ModelResponse(tool_call=call)]), plugins=manager, hooks=hooks
+    )
+    result = await runtime.run("clean up with shop-key-0000-secret")
+    assert result.stop_reason.value == "policy_denied"
+    events = log.read()
+    assert [e.action for e in events] == [
+        "run.created",
+        "tool.approval_requested",
+        "tool.denied",
+        "policy.triggered",
+        "run.finished",
+    ]
+    assert all(e.run_id == result.run_id and e.actor == "ci" for e in events)
+    assert events[2].payload["reason"] == "no deletes"
+    assert events[-1].payload["stop_reason"] == "policy_denied"
+    assert "shop-key-0000-secret" not in (tmp_path / "audit.jsonl").read_text()

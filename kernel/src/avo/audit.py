@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from avo.exceptions import AvoError
+from avo.hookspecs import hookimpl
 from avo.models import utc_now
 from avo.redaction import Redactor
 
@@ -141,4 +142,48 @@ class AuditLog:
         return events
 
 
-__all__ = ["AuditError", "AuditEvent", "AuditLog", "redact"]
+_AUDITED: dict[str, tuple[str, tuple[str, ...]]] = {
+    # event type -> (audit action, payload keys kept)
+    "run_created": ("run.created", ("task",)),
+    "run_resumed": ("run.resumed", ("checkpoint_id", "state")),
+    "tool_approval_requested": ("tool.approval_requested", ("tool_call_id", "name")),
+    "tool_approved": ("tool.approved", ("tool_call_id", "name")),
+    "tool_denied": ("tool.denied", ("tool_call_id", "name", "reason", "blocked_by")),
+    "tool_started": ("tool.started", ("tool_call_id", "name", "arguments")),
+    "tool_completed": ("tool.completed", ("tool_call_id", "name", "duration_ms")),
+    "tool_failed": ("tool.failed", ("tool_call_id", "name", "error")),
+    "policy_triggered": ("policy.triggered", ("policy", "stop_reason", "steps")),
+    "run_completed": ("run.finished", ("state", "stop_reason", "steps", "token_usage")),
+    "run_failed": ("run.finished", ("state", "stop_reason", "steps", "error")),
+    "run_stopped": ("run.finished", ("state", "stop_reason", "steps", "error")),
+    "run_cancelled": ("run.finished", ("state", "stop_reason", "steps")),
+}
+
+
+class AuditObserver:
+    """A pluggy plugin that writes the security-relevant events of runs to an AuditLog.
+
+    Register it on the runtime's plugin manager
+    (``manager.register(AuditObserver(AuditLog("audit.jsonl")), "audit")``): run
+    start/resume/finish, every tool approval request, approval, denial, start and
+    result, and every policy stop become one redacted JSONL line each.
+    """
+
+    def __init__(self, log: AuditLog, *, actor: str | None = None) -> None:
+        self.log = log
+        self.actor = actor
+
+    @hookimpl
+    def avo_event_appended(self, event: Any) -> None:
+        """Append an audit line for an audited event type."""
+        kind = str(getattr(event.event_type, "value", event.event_type))
+        audited = _AUDITED.get(kind)
+        if audited is None:
+            return
+        action, keys = audited
+        payload = {key: event.payload[key] for key in keys if key in event.payload}
+        payload["event_sequence"] = event.sequence
+        self.log.record(action, actor=self.actor, run_id=event.run_id, payload=payload)
+
+
+__all__ = ["AuditError", "AuditEvent", "AuditLog", "AuditObserver", "redact"]
