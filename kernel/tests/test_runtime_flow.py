@@ -269,3 +269,13 @@ async def test_runs_on_one_runtime_are_serialised(answer: Any) -> None:
     first, second = await asyncio.gather(runtime.run("one"), runtime.run("two"))
     assert {first.output, second.output} == {"a", "b"}
     assert len(await runtime.event_store.list_runs()) == 2
+
+
+async def test_prompt_cache_flag_marks_requests(answer: Any) -> None:
+    provider = FakeProvider([answer()])
+    await AgentRuntime(provider=provider, prompt_cache=True).run("t", system_prompt="sys")
+    request = provider.requests[0]
+    assert request.cache is True and request.cache_prefix_messages == 1
+    plain = FakeProvider([answer()])
+    await AgentRuntime(provider=plain).run("t")
+    assert plain.requests[0].cache is False and plain.requests[0].cache_prefix_messages is None

@@ -86,6 +86,7 @@ class AgentRuntime:
         plugins: Any | None = None,
         rate_limiter: Any | None = None,
         budget: Any | None = None,
+        prompt_cache: bool = False,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -100,6 +101,7 @@ class AgentRuntime:
         self._plugins = plugins
         self._rate_limiter = rate_limiter
         self._budget = budget
+        self.prompt_cache = prompt_cache
         self._lock = asyncio.Lock()
         self._tool_metadata = self.tools.metadata
         self._can_stream = callable(getattr(provider, "stream", None))

@@ -20,6 +20,7 @@ from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
 from avo.hooks import HookContext, HookEvent
 from avo.models import ModelRequest, ModelResponse, ToolResult, trusted, utc_now
+from avo.prompt_cache import stable_prefix_size
 from avo.runtime_persistence import (
     append,
     append_with_run,
@@ -104,8 +105,8 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             "step": ctx.next_step,
             "messages": list(ctx.messages),
             "tools": rt._tool_metadata,
-            "cache": False,
-            "cache_prefix_messages": None,
+            "cache": rt.prompt_cache,
+            "cache_prefix_messages": stable_prefix_size(ctx.messages) if rt.prompt_cache else None,
         },
     )
     _bind_event_sink(rt, ctx)
