@@ -285,3 +285,43 @@ async def test_permission_hooks_and_notifiers_come_from_plugins(tmp_path: Path) 
     assert result.stop_reason is not None and result.stop_reason.value == "policy_denied"
     assert sent[0] == "pre shout"
     assert any("stopped" in getattr(n, "title", "") for n in sent[1:])
+
+
+class _Crash(BaseException):
+    """Stands in for the process dying mid-tool (not an Exception: nothing catches it)."""
+
+
+async def test_resume_refuses_when_a_plugin_the_run_used_is_gone(tmp_path: Path) -> None:
+    from avo.exceptions import UnsafeResumeError
+    from avo.runtime import AgentRuntime
+
+    def crashing_factory(settings: dict[str, Any]) -> FunctionTool[ShoutArgs]:
+        def crash(args: ShoutArgs) -> str:
+            raise _Crash
+
+        return FunctionTool(
+            name="shout", description="Dies.", arguments_model=ShoutArgs, function=crash
+        )
+
+    crashing = provides(ToolSpec(name="shout", factory=crashing_factory))
+    path = _write(tmp_path, 'tools = ["shout"]\n' + SCRIPT)
+    composition = compose(
+        path,
+        environ={},
+        manager=plugin_manager(fake_provider, memory_store, crashing),
+        database="memory:",
+    )
+    with pytest.raises(_Crash):
+        await composition.runtime.run("shout hi")
+    [run] = await composition.event_store.list_runs()
+    assert not run.state.value.startswith(("completed", "failed", "stopped", "cancelled"))
+
+    without_tool = plugin_manager(fake_provider, memory_store)
+    resumer = AgentRuntime(
+        provider=composition.runtime.provider,
+        event_store=composition.event_store,
+        plugins=without_tool,
+    )
+    with pytest.raises(UnsafeResumeError, match=r"tool 'shout' \(an in-process plugin\)") as info:
+        await resumer.resume(run.run_id)
+    assert "the plugins it was composed from changed" in str(info.value)
