@@ -78,11 +78,11 @@ def _local_closure(path: Path) -> list[Path]:
     return wanted
 
 
-def _install_editable(session: nox.Session, packages: list[Path]) -> None:
+def _install_editable(session: nox.Session, packages: list[Path], *, test: bool = True) -> None:
     args: list[str] = []
     for package in packages:
         args += ["-e", _spec(package)]
-    session.install(*args, *TEST_DEPS)
+    session.install(*args, *(TEST_DEPS if test else ()))
 
 
 def _test_dirs(packages: list[Path]) -> list[str]:
@@ -160,6 +160,7 @@ def kernel_only(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run every benchmark script with all shipped plugins installed."""
     _install_editable(session, _packages())
+    _ensure_services(session)
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         session.log(f"--- {script.name}")
         session.run("python", str(script))
@@ -168,5 +169,5 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     """The main job: a real ``avo run`` on SQLite, then ``avo runs inspect`` of it."""
-    _install_editable(session, _packages())
+    _install_editable(session, _packages(), test=False)
     session.run("bash", str(ROOT / "scripts" / "main-job.sh"), external=True)
