@@ -173,7 +173,16 @@ async def test_checkpoints_write_only_what_changed(pg_schema: tuple[str, str]) -
                 "$$ BEGIN UPDATE item_writes SET n = n + 1; RETURN NEW; END $$;"
                 "CREATE TRIGGER count_item_write AFTER INSERT OR UPDATE ON avo_checkpoint_items "
                 "FOR EACH ROW EXECUTE FUNCTION count_item_write();"
+                "CREATE TABLE part_writes (n bigint NOT NULL); INSERT INTO part_writes VALUES (0);"
+                "CREATE FUNCTION count_part_write() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN UPDATE part_writes SET n = n + 1; RETURN NEW; END $$;"
+                "CREATE TRIGGER count_part_write AFTER INSERT OR UPDATE ON avo_checkpoint_parts "
+                "FOR EACH ROW EXECUTE FUNCTION count_part_write();"
             )
+            # A provider snapshot with a large script shared between checkpoints
+            # (as FakeProvider's is) and a small cursor that changes every step.
+            script = [{"content": f"answer {i}", "pad": "y" * 50} for i in range(100)]
+            part_writes = []
             messages: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
             completed: set[str] = set()
             writes_per_step = []
@@ -182,10 +191,17 @@ async def test_checkpoints_write_only_what_changed(pg_schema: tuple[str, str]) -
                 messages = [*messages, {"role": "assistant", "content": f"call {step}"}]
                 messages = [*messages, {"role": "tool", "content": {"n": step, "pad": "x" * 200}}]
                 completed = {*completed, f"call-{step}"}
+                if step == 40:  # the script changes once: written once more
+                    script = [*script, {"content": "late", "pad": ""}]
                 cp = checkpoint(run_id, messages=messages, next_step=2, completed=completed)
+                cp = cp.model_copy(
+                    update={"provider_metadata": {"type": "fake", "cursor": step, "script": script}}
+                )
                 before = await probe.fetchval("SELECT n FROM item_writes")
+                parts_before = await probe.fetchval("SELECT n FROM part_writes")
                 await store.save_checkpoint(cp, checkpointed(run_id, cp))
                 writes_per_step.append(await probe.fetchval("SELECT n FROM item_writes") - before)
+                part_writes.append(await probe.fetchval("SELECT n FROM part_writes") - parts_before)
                 head_sizes.append(
                     await probe.fetchval(
                         "SELECT octet_length(head::text) FROM avo_checkpoints "
@@ -199,10 +215,14 @@ async def test_checkpoints_write_only_what_changed(pg_schema: tuple[str, str]) -
         # fingerprints, 1 progress marker); each later one only 2 messages + 1 call id.
         assert writes_per_step[0] == 7
         assert set(writes_per_step[1:]) == {3}
-        assert max(head_sizes) == min(head_sizes)  # the head does not grow with the run
+        assert part_writes == [1] + [0] * 38 + [1] + [0] * 20
+        assert max(head_sizes) - min(head_sizes) <= 1  # constant (the cursor 9 -> 10 -> ...)
         latest = await store.get_latest_checkpoint(run_id)
         assert latest is not None
         assert latest.messages == messages and latest.completed_tool_call_ids == completed
+        assert latest.provider_metadata == {"type": "fake", "cursor": 60, "script": script}
+    async with PostgresEventStore(dsn, schema=schema) as cold:  # no cache: read back
+        assert await cold.get_latest_checkpoint(run_id) == latest
 
 
 _CRASHING_CHILD = """

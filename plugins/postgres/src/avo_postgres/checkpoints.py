@@ -1,27 +1,34 @@
 """Delta checkpoints: a checkpoint writes only what changed since the previous one.
 
-A :class:`avo.models.Checkpoint` is split in two:
+A :class:`avo.models.Checkpoint` is split three ways:
 
-- the *head*: the small scalar fields (state, next_step, token usage, policy,
-  pending response, ...), one ``avo_checkpoints`` row per checkpoint;
-- the *list fields* that grow with the run (messages, fingerprints, completed
-  tool-call ids): one ``avo_checkpoint_items`` row per item, keyed by
-  (run, field, position), shared by successive checkpoints.
+- the *head*: the small scalar fields (state, next_step, token usage, pending
+  response, ...), one ``avo_checkpoints`` row per checkpoint;
+- the *list fields* that grow with the run (messages, loop-detector histories,
+  completed tool-call ids): one ``avo_checkpoint_items`` row per item, keyed by
+  (run, field, position) and shared by successive checkpoints. Saving compares
+  each list with the previous checkpoint's and writes from the first position
+  that differs (normally: just the items appended since), then drops
+  positions past the new end;
+- the *dict fields* ``policy``, ``provider_metadata`` and ``user_state``, key
+  by key: small values inline in the head, large ones (a FakeProvider's
+  script) as one ``avo_checkpoint_parts`` row, rewritten only when it changes.
 
-Saving compares each list with the previous checkpoint's and writes from the
-first position that differs (normally: just the items appended since), then
-drops positions past the new end. So a long run costs O(new items) of I/O per
-checkpoint, not O(history). Only the latest checkpoint is reconstructable,
+So checkpoint I/O per step stays constant however long the run grows, and all
+of it is one SQL statement. Only the latest checkpoint is reconstructable,
 which is all ``get_latest_checkpoint`` and resume need.
 
-The previous lists are cached per store instance and trusted only while the
-run row says no other writer checkpointed since; otherwise they are read back
-once from the database.
+Change detection compares with the previous checkpoint's values, kept per
+store instance by reference: the runtime builds fresh lists and dicts for every
+checkpoint and shares the unchanged items, so the comparison is mostly
+identity checks. Values handed to ``save_checkpoint`` must not be mutated in
+place afterwards (the in-memory store keeps references too). The cache is
+trusted only while the run row says no other writer checkpointed since;
+otherwise the previous values are read back once from the database.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +43,9 @@ LIST_FIELDS: tuple[str, ...] = (
     "progress_markers",
     "completed_tool_call_ids",
 )
-_SET_FIELDS = frozenset({"completed_tool_call_ids"})
+_SET_FIELD = "completed_tool_call_ids"
+PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state")
+_INLINE_LIMIT = 256  # bytes of JSON up to which a dict value is kept in the head
 
 
 def dumps(value: Any) -> str:
@@ -55,19 +64,23 @@ def dumps(value: Any) -> str:
 
 @dataclass
 class CachedLists:
-    """The list fields of the latest checkpoint this instance knows, as stored."""
+    """What the latest stored checkpoint of a run holds, as this instance knows it."""
 
     ordinal: int
     checkpoint_id: str | None = None
     lists: dict[str, list[Any]] = field(default_factory=dict)
+    # (field, key) -> the value stored in avo_checkpoint_parts
+    parts: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 def _as_list(name: str, value: Any, previous: list[Any]) -> list[Any]:
-    if name not in _SET_FIELDS:
+    if name != _SET_FIELD:
         return list(value)
     # Keep the stored order for ids already there, append new ones sorted, so
     # a growing set is a pure append.
-    current = set(value)
+    current = value if isinstance(value, set) else set(value)
+    if current.issuperset(previous):
+        return [*previous, *sorted(current.difference(previous))]
     kept = [item for item in previous if item in current]
     return kept + sorted(current.difference(kept))
 
@@ -82,8 +95,8 @@ def _first_difference(new: list[Any], old: list[Any]) -> int:
     return shared
 
 
-async def load_lists(conn: Any, run_id: str, ordinal: int) -> CachedLists:
-    """Read the list fields of the run's latest checkpoint (ordinal ``ordinal``)."""
+async def load_previous(conn: Any, run_id: str, ordinal: int) -> CachedLists:
+    """Read what the run's latest checkpoint (ordinal ``ordinal``) holds."""
     cached = CachedLists(ordinal=ordinal, lists={name: [] for name in LIST_FIELDS})
     if ordinal == 0:
         return cached
@@ -94,76 +107,122 @@ async def load_lists(conn: Any, run_id: str, ordinal: int) -> CachedLists:
     )
     lengths: dict[str, int] = json.loads(row["lengths"]) if row else {}
     cached.checkpoint_id = row["checkpoint_id"] if row else None
-    rows = await conn.fetch(
+    for item in await conn.fetch(
         "SELECT field, position, value FROM avo_checkpoint_items WHERE run_id = $1 "
         "ORDER BY field, position",
         run_id,
-    )
-    for row in rows:
-        name = row["field"]
-        if name in cached.lists and row["position"] < lengths.get(name, 0):
-            cached.lists[name].append(json.loads(row["value"]))
+    ):
+        name = item["field"]
+        if name in cached.lists and item["position"] < lengths.get(name, 0):
+            cached.lists[name].append(json.loads(item["value"]))
+    for part in await conn.fetch(
+        "SELECT field, key, value FROM avo_checkpoint_parts WHERE run_id = $1", run_id
+    ):
+        cached.parts[(part["field"], part["key"])] = json.loads(part["value"])
     return cached
+
+
+_WRITE = """
+WITH items AS (
+    INSERT INTO avo_checkpoint_items (run_id, field, position, value)
+    SELECT $1, f, p, v::json FROM unnest($7::text[], $8::int[], $9::text[]) AS u(f, p, v)
+    ON CONFLICT (run_id, field, position) DO UPDATE SET value = EXCLUDED.value
+), trims AS (
+    DELETE FROM avo_checkpoint_items AS i
+    USING unnest($10::text[], $11::int[]) AS t(f, p)
+    WHERE i.run_id = $1 AND i.field = t.f AND i.position >= t.p
+), parts AS (
+    INSERT INTO avo_checkpoint_parts (run_id, field, key, value)
+    SELECT $1, f, k, v::json FROM unnest($12::text[], $13::text[], $14::text[]) AS u(f, k, v)
+    ON CONFLICT (run_id, field, key) DO UPDATE SET value = EXCLUDED.value
+)
+INSERT INTO avo_checkpoints (run_id, ordinal, checkpoint_id, created_at, head, lengths)
+VALUES ($1, $2, $3, $4, $5::json, $6::json)
+"""
 
 
 async def write_checkpoint(
     conn: Any, checkpoint: Checkpoint, ordinal: int, previous: CachedLists
 ) -> CachedLists:
-    """Store ``checkpoint`` as ordinal ``ordinal`` given the previous lists; return the new ones.
+    """Store ``checkpoint`` as ordinal ``ordinal`` given the previous one; return the new cache.
 
-    Runs inside the caller's transaction, which holds the run row lock.
+    One statement, inside the caller's transaction (which holds the run row lock).
     """
     run_id = checkpoint.run_id
-    new_lists: dict[str, list[Any]] = {}
+    out = CachedLists(ordinal=ordinal, checkpoint_id=checkpoint.checkpoint_id)
     lengths: dict[str, int] = {}
-    upserts: list[tuple[str, str, int, str]] = []
-    trims: list[tuple[str, str, int]] = []
+    item_rows: tuple[list[str], list[int], list[str]] = ([], [], [])
+    trims: tuple[list[str], list[int]] = ([], [])
     for name in LIST_FIELDS:
         old = previous.lists.get(name, [])
-        value = getattr(checkpoint, name)
-        new = _as_list(name, value, old)
+        new = _as_list(name, getattr(checkpoint, name), old)
         start = _first_difference(new, old)
-        changed = new[start:]
-        upserts.extend((run_id, name, start + i, dumps(item)) for i, item in enumerate(changed))
+        for offset, item in enumerate(new[start:]):
+            item_rows[0].append(name)
+            item_rows[1].append(start + offset)
+            item_rows[2].append(dumps(item))
         if len(old) > len(new):
-            trims.append((run_id, name, len(new)))
-        new_lists[name] = old[:start] + copy.deepcopy(changed)
+            trims[0].append(name)
+            trims[1].append(len(new))
+        out.lists[name] = new
         lengths[name] = len(new)
-    if upserts:
-        await conn.executemany(
-            "INSERT INTO avo_checkpoint_items (run_id, field, position, value) "
-            "VALUES ($1, $2, $3, $4::json) ON CONFLICT (run_id, field, position) "
-            "DO UPDATE SET value = EXCLUDED.value",
-            upserts,
-        )
-    if trims:
-        await conn.executemany(
-            "DELETE FROM avo_checkpoint_items WHERE run_id = $1 AND field = $2 AND position >= $3",
-            trims,
-        )
-    head = checkpoint.model_dump(mode="json", exclude=set(LIST_FIELDS))
+    part_rows: tuple[list[str], list[str], list[str]] = ([], [], [])
+    references: dict[str, dict[str, list[Any]]] = {}
+    for name in PART_FIELDS:
+        encoded: dict[str, list[Any]] = {}
+        for key, value in getattr(checkpoint, name).items():
+            slot = (name, key)
+            if slot in previous.parts and previous.parts[slot] == value:
+                encoded[key] = ["r"]
+                out.parts[slot] = value
+                continue
+            text = dumps(value)
+            if len(text) <= _INLINE_LIMIT:
+                encoded[key] = ["i", value]
+                continue
+            part_rows[0].append(name)
+            part_rows[1].append(key)
+            part_rows[2].append(text)
+            encoded[key] = ["r"]
+            out.parts[slot] = value
+        references[name] = encoded
+    head = checkpoint.model_dump(mode="json", exclude={*LIST_FIELDS, *PART_FIELDS})
+    head["parts"] = references
     await conn.execute(
-        "INSERT INTO avo_checkpoints (run_id, ordinal, checkpoint_id, created_at, head, lengths) "
-        "VALUES ($1, $2, $3, $4, $5::json, $6::json)",
+        _WRITE,
         run_id,
         ordinal,
         checkpoint.checkpoint_id,
         checkpoint.created_at,
         dumps(head),
         dumps(lengths),
+        *item_rows,
+        *trims,
+        *part_rows,
     )
-    return CachedLists(ordinal=ordinal, checkpoint_id=checkpoint.checkpoint_id, lists=new_lists)
+    return out
 
 
 async def read_latest(conn: Any, run_id: str) -> Checkpoint | None:
     """The full latest checkpoint of ``run_id``, or None when it has none."""
     row = await conn.fetchrow(
-        "SELECT ordinal, head FROM avo_checkpoints WHERE run_id = $1 ORDER BY ordinal DESC LIMIT 1",
+        "SELECT ordinal FROM avo_checkpoints WHERE run_id = $1 ORDER BY ordinal DESC LIMIT 1",
         run_id,
     )
     if row is None:
         return None
-    lists = await load_lists(conn, run_id, row["ordinal"])
-    data = json.loads(row["head"])
-    data.update(lists.lists)
+    previous = await load_previous(conn, run_id, row["ordinal"])
+    head_text = await conn.fetchval(
+        "SELECT head FROM avo_checkpoints WHERE run_id = $1 AND ordinal = $2",
+        run_id,
+        row["ordinal"],
+    )
+    data = json.loads(head_text)
+    references: dict[str, dict[str, list[Any]]] = data.pop("parts")
+    for name, encoded in references.items():
+        data[name] = {
+            key: ref[1] if ref[0] == "i" else previous.parts[(name, key)]
+            for key, ref in encoded.items()
+        }
+    data.update(previous.lists)
     return Checkpoint.model_validate(data)

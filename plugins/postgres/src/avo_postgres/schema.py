@@ -63,6 +63,16 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             PRIMARY KEY (run_id, ordinal)
         );
 
+        -- Large values of the checkpoint's dict fields (policy, provider_metadata,
+        -- user_state), one row per key, rewritten only when the value changes.
+        CREATE TABLE avo_checkpoint_parts (
+            run_id text NOT NULL REFERENCES avo_runs (run_id) ON DELETE CASCADE,
+            field  text NOT NULL,
+            key    text NOT NULL,
+            value  json NOT NULL,
+            PRIMARY KEY (run_id, field, key)
+        );
+
         -- One writer per run: the lease and its fencing token. No foreign key:
         -- a lease may be taken before the run is created.
         CREATE TABLE avo_leases (

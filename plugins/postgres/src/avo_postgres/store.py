@@ -41,7 +41,13 @@ from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
 from avo_postgres import leases
-from avo_postgres.checkpoints import CachedLists, dumps, load_lists, read_latest, write_checkpoint
+from avo_postgres.checkpoints import (
+    CachedLists,
+    dumps,
+    load_previous,
+    read_latest,
+    write_checkpoint,
+)
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
     open_pool,
@@ -324,7 +330,7 @@ class PostgresEventStore:
                 writer.checkpoint_ordinal,
                 writer.checkpoint_id,
             ):  # another writer checkpointed since (or the cache is cold): read them back
-                previous = await load_lists(conn, run_id, writer.checkpoint_ordinal)
+                previous = await load_previous(conn, run_id, writer.checkpoint_ordinal)
             writer.checkpoint_ordinal += 1
             writer.checkpoint_id = checkpoint.checkpoint_id
             cached = await write_checkpoint(conn, checkpoint, writer.checkpoint_ordinal, previous)
