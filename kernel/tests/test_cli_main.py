@@ -148,3 +148,15 @@ def test_avo_run_stopped_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["run", "loop", "-c", str(config)], environ={}) == 1
     out = capsys.readouterr().out
     assert "status:      " in out and "status:      completed" not in out
+
+
+def test_config_plugin_switches_apply_to_avo_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "avo.toml"
+    config.write_text(
+        '[plugins]\nblock = ["fake"]\n[provider]\nname = "fake"\n[store]\nlocation = "memory:"\n',
+        encoding="utf-8",
+    )
+    assert main(["run", "x", "-c", str(config)], environ={}) == 2
+    assert "is disabled: blocked" in capsys.readouterr().err

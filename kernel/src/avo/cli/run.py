@@ -54,7 +54,7 @@ async def _run(args: argparse.Namespace, environ: Mapping[str, str] | None) -> i
     composition = compose(
         args.config,
         environ=environ,
-        manager=getattr(args, "avo_plugins", None),
+        # compose builds its own manager so the config's [plugins] switches apply
         provider=args.provider,
         store=args.store,
         database=args.database,
