@@ -279,3 +279,12 @@ async def test_prompt_cache_flag_marks_requests(answer: Any) -> None:
     plain = FakeProvider([answer()])
     await AgentRuntime(provider=plain).run("t")
     assert plain.requests[0].cache is False and plain.requests[0].cache_prefix_messages is None
+
+
+async def test_tools_registered_later_are_advertised(answer: Any, echo_tool: Any) -> None:
+    provider = FakeProvider([answer()])
+    runtime = AgentRuntime(provider=provider)
+    runtime.tools.register(echo_tool)
+    await runtime.run("t")
+    assert [tool.name for tool in provider.requests[0].tools] == ["echo"]
+    assert runtime.approval_callback(ToolCall(name="echo")) is True

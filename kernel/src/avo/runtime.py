@@ -103,7 +103,6 @@ class AgentRuntime:
         self._budget = budget
         self.prompt_cache = prompt_cache
         self._lock = asyncio.Lock()
-        self._tool_metadata = self.tools.metadata
         self._can_stream = callable(getattr(provider, "stream", None))
         self._provider_name = _text_attr(provider, "name")
         self._provider_model = _text_attr(provider, "model")
@@ -112,6 +111,11 @@ class AgentRuntime:
         # everything the runtime persists or reports: event payloads, the run head's
         # task/output/error. ``runtime.redactor.add(value)`` teaches it more values.
         self.redactor = Redactor()
+
+    @property
+    def approval_callback(self) -> ApprovalCallback:
+        """The approval seam this runtime uses (the default approves everything)."""
+        return self._approval_callback
 
     # ------------------------------------------------------------------ public API
 

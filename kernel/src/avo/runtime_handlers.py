@@ -104,7 +104,7 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             "run_id": ctx.run_id,
             "step": ctx.next_step,
             "messages": list(ctx.messages),
-            "tools": rt._tool_metadata,
+            "tools": rt.tools.metadata,
             "cache": rt.prompt_cache,
             "cache_prefix_messages": stable_prefix_size(ctx.messages) if rt.prompt_cache else None,
         },
