@@ -57,14 +57,12 @@ _TEXT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-# Lower-case substrings one of which every secret-shaped pattern above contains;
-# a plain ``in`` scan is far cheaper than running the patterns on every string.
-_MARKERS: tuple[str, ...] = (
-    "bearer", "authorization", "sk-", "rk-", "pk-", "gsk_", "ghp_", "gho_", "ghu_", "ghs_",
-    "github_pat_", "xoxb_", "xoxp_", "aiza", "api_key", "api-key", "apikey", "token",
-    "secret", "password",
-)  # fmt: skip
-_MARKER_SCAN = re.compile("|".join(re.escape(marker) for marker in _MARKERS))
+# Every secret-shaped pattern above contains one of these lower-case markers; one
+# scan for them (the lookahead skips most positions cheaply) gates the patterns.
+_MARKER_SCAN = re.compile(
+    r"(?=[abgprstx])(?:bearer|authorization|[srp]k-|g(?:sk|h[pous]|ithub_pat)_|xox[bp]_|"
+    r"aiza|api[_\-]?key|token|secret|password)"
+)
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -131,8 +129,32 @@ class Redactor:
             text = pattern.sub(replacement, text)
         return text
 
+    def _is_clean(self, value: Any) -> bool:
+        """True when ``value`` provably holds nothing to redact.
+
+        One walk collects every string (and rejects any secret-named key), then
+        a single marker scan and known-value check run over all of them joined.
+        """
+        strings: list[str] = []
+        if not _collect_strings(value, strings):
+            return False
+        joined = "\n".join(strings)
+        if any(v in joined for v in self._values):
+            return False
+        return _MARKER_SCAN.search(joined.lower()) is None
+
     def value(self, value: Any) -> Any:
-        """Redact a JSON-like value: secret keys are masked, strings are scrubbed."""
+        """Redact a JSON-like value: secret keys are masked, strings are scrubbed.
+
+        The result is a new structure when anything was masked; a container with
+        nothing to mask is returned as is (one walk and one scan), so the common
+        case costs about as much as serializing it.
+        """
+        if type(value) in (dict, list, tuple) and self._is_clean(value):
+            return value
+        return self._value(value)
+
+    def _value(self, value: Any) -> Any:
         kind = type(value)
         if kind is str:
             return self.text(value)
@@ -144,12 +166,43 @@ class Redactor:
                 if isinstance(key, str) and is_secret_key(key) and item not in (None, ""):
                     out[key] = MASK
                 else:
-                    out[key] = self.value(item)
+                    out[key] = self._value(item)
             return out
         if isinstance(value, list | tuple):
-            items = [self.value(item) for item in value]
+            items = [self._value(item) for item in value]
             return items if isinstance(value, list) else tuple(items)
         return value
+
+
+def _collect_strings(value: Any, out: list[str]) -> bool:
+    """Append every string in ``value`` to ``out``; False at a secret-named key."""
+    stack = [value]
+    pop, push, add = stack.pop, stack.append, out.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            add(item)
+        elif kind is dict or (kind is not list and isinstance(item, Mapping)):
+            for key, sub in item.items():
+                if type(key) is str and sub is not None and sub != "" and is_secret_key(key):
+                    return False
+                if type(sub) is str:
+                    add(sub)
+                elif sub is not None and type(sub) not in _SCALARS:
+                    push(sub)
+        elif kind is list or kind is tuple:
+            for sub in item:
+                if type(sub) is str:
+                    add(sub)
+                elif sub is not None and type(sub) not in _SCALARS:
+                    push(sub)
+        elif isinstance(item, str):
+            add(item)
+    return True
+
+
+_SCALARS = frozenset({int, float, bool})
 
 
 def redact_text(
