@@ -119,9 +119,7 @@ def task_tool(
     async def _run_task(args: TaskArguments) -> dict[str, object]:
         runtime = resolve_parent()
         select: ToolSelector = tools if callable(tools) else _default_selector(runtime, tools)
-        approve = approval_callback or getattr(runtime, "approval_callback", None)
-        if approve is None:
-            approve = getattr(runtime, "_approval_callback", None)
+        approve = approval_callback or runtime.approval_callback
         parent_run = _parent_run.get()
         if parent_run is None:
             raise ToolExecutionError(
