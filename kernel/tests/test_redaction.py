@@ -88,3 +88,21 @@ def test_redactor_learns_new_secrets_and_prefers_longest():
     redactor = Redactor(environ={"A_KEY": "abcd"})
     redactor.add("abcdefgh", "x")  # "x" is too short to be a secret
     assert redactor.text("abcdefgh abcd x") == f"{MASK} {MASK} x"
+
+
+def test_clean_payloads_are_returned_as_is_and_dirty_ones_copied():
+    from enum import StrEnum
+
+    class Colour(StrEnum):
+        RED = "red"
+
+    redactor = Redactor(environ={"X_TOKEN": "tok-abcdef-123"})
+    clean = {"step": 1, "usage": {"input_tokens": 5}, "items": [Colour.RED, 1.5, None, ("a",)]}
+    assert redactor.value(clean) is clean
+    nested_key = {"calls": [{"args": {"password": "pw"}}]}
+    out = redactor.value(nested_key)
+    assert out == {"calls": [{"args": {"password": MASK}}]} and out is not nested_key
+    nested_value = {"calls": [("x", "uses tok-abcdef-123")]}
+    assert redactor.value(nested_value) == {"calls": [("x", f"uses {MASK}")]}
+    shaped = ["ok", {"note": "Bearer abcdefghijkl"}]
+    assert redactor.value(shaped) == ["ok", {"note": f"Bearer {MASK}"}]
