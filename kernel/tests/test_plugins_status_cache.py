@@ -23,6 +23,8 @@ def test_cache_location_from_environ(tmp_path: Path) -> None:
     assert cache_path({"AVO_PLUGINS_CACHE": "0"}) is None
     assert cache_path({"AVO_PLUGINS_CACHE": str(tmp_path / "c.json")}) == tmp_path / "c.json"
     assert cache_path({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "avo" / "plugin-status.json"
+    assert cache_path({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "avo" / "plugin-status.json"
+    assert cache_path({}) is None
 
 
 def test_cached_rows_are_reused_until_the_plugin_changes(

@@ -10,7 +10,8 @@ removing or upgrading a package, or editing a plugin's entry module,
 therefore invalidates it; ``avo plugin list --refresh`` ignores it.
 
 Location: ``AVO_PLUGINS_CACHE`` (a file path; ``0``/``off`` disables), else
-``$XDG_CACHE_HOME/avo/plugin-status.json`` (default ``~/.cache``).
+``$XDG_CACHE_HOME/avo/plugin-status.json`` (default ``$HOME/.cache``); an
+environment with neither variable gets no cache.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def cache_path(environ: Mapping[str, str]) -> Path | None:
     if configured:
         return Path(configured).expanduser()
     base = environ.get("XDG_CACHE_HOME", "").strip()
-    root = Path(base) if base else Path(environ.get("HOME") or Path.home()) / ".cache"
+    home = environ.get("HOME", "").strip()
+    if not base and not home:  # an environment without a home (tests) gets no cache
+        return None
+    root = Path(base) if base else Path(home) / ".cache"
     return root / "avo" / "plugin-status.json"
 
 
