@@ -116,6 +116,9 @@ class Venv:
                 "PIP_NO_INDEX": "1",
                 "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "PYTHONDONTWRITEBYTECODE": "1",
+                # the status cache lives in the test's own directory, so every
+                # `avo plugin list` after install/remove also checks invalidation
+                "XDG_CACHE_HOME": str(self.cwd.parent / "cache"),
                 **env,
             }
         )
