@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -40,9 +41,20 @@ from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
 from avo_sqlite._checkpoints import CheckpointCursor, load_latest, save_delta
 from avo_sqlite._codec import dumps, from_us, key_range, row_key, to_us
-from avo_sqlite._schema import open_database
+from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (5, 6) or "locked" in str(exc) or "busy" in str(exc)  # SQLITE_BUSY/LOCKED
+
+
+class WouldBlock(Exception):
+    """Raised before any change when a call on the event loop thread would have to wait."""
+
+
 _TERMINAL_VALUES = frozenset(kind.value for kind in TERMINAL_EVENT_TYPES)
 
 
@@ -68,6 +80,23 @@ class SQLiteCore:
         self.path = path
         self.commit_delay = commit_delay
         self.conn = open_database(path, synchronous=synchronous)
+        # Serialises the connection between the event loop thread (calls that cannot
+        # block) and the worker thread (everything else).
+        self.lock = threading.Lock()
+        self.inline = False
+        # Without fsync on commit, a write under our own open transaction never waits:
+        # such calls may run on the event loop thread. WAL checkpoints (which fsync)
+        # then run on the worker thread only.
+        self.inline_writes = synchronous.upper() in ("OFF", "NORMAL")
+        if self.inline_writes:
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self.conn.execute("PRAGMA busy_timeout = 0")  # waiting happens in _begin, off the loop
+        self.wal_dirty = False
+        self.next_wal_checkpoint = 0.0
+        # Whether the worker's timers already cover the open group commit / the WAL
+        # written since its last checkpoint (else the store wakes it after a call).
+        self.armed_pending = False
+        self.armed_wal = False
         self.pending_since: float | None = None
         self._broken: StorageError | None = None
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
@@ -95,12 +124,14 @@ class SQLiteCore:
     def flush(self) -> None:
         """Commit the writes buffered by group commit (no-op when there are none)."""
         self.pending_since = None
+        self.armed_pending = False
         self._fresh.clear()
         self._leases_checked.clear()
         if not self.conn.in_transaction:
             return
         try:
             self.conn.execute("COMMIT")
+            self.wal_dirty = True
         except sqlite3.Error as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -112,6 +143,47 @@ class SQLiteCore:
             )
             raise self._broken from exc
 
+    def checkpoint_wal(self, interval: float) -> None:
+        """Copy the WAL back into the database at most every ``interval`` seconds (PASSIVE)."""
+        now = time.monotonic()
+        if self.wal_dirty and not self.conn.in_transaction and now >= self.next_wal_checkpoint:
+            self.next_wal_checkpoint = now + interval
+            self.wal_dirty = False
+            self.armed_wal = False
+            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    @property
+    def needs_worker(self) -> bool:
+        """True when a loop-thread call left timed work the worker does not know of."""
+        return (self.pending_since is not None and not self.armed_pending) or (
+            self.wal_dirty and not self.armed_wal
+        )
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE: at once on the loop thread (or WouldBlock), with retries on the worker.
+
+        The connection's own busy timeout is 0, so no statement ever sleeps
+        inside SQLite; only the worker thread waits for another connection's
+        write lock, here, for up to ``BUSY_TIMEOUT_MS``.
+        """
+        if self.inline and not self.inline_writes:
+            raise WouldBlock
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        pause = 0.0005
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if self.inline:
+                    raise WouldBlock from exc
+                if time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
     @contextmanager
     def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
         if self._broken is not None:
@@ -120,25 +192,33 @@ class SQLiteCore:
         outer = not conn.in_transaction
         try:
             if outer:
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin()
                 self.pending_since = time.monotonic()
-            conn.execute("SAVEPOINT avo_write")
+            else:  # earlier buffered writes share the transaction: undo only this one
+                conn.execute("SAVEPOINT avo_write")
         except sqlite3.Error as exc:
             raise self._error(action, exc) from exc
         try:
             yield conn
-            conn.execute("RELEASE avo_write")
+            if not outer:
+                conn.execute("RELEASE avo_write")
         except BaseException as exc:
             self._forget(run_id)
-            conn.execute("ROLLBACK TO avo_write")
-            conn.execute("RELEASE avo_write")
             if outer:
                 conn.execute("ROLLBACK")
                 self.flush()
+            else:
+                conn.execute("ROLLBACK TO avo_write")
+                conn.execute("RELEASE avo_write")
             if isinstance(exc, sqlite3.Error):
                 raise self._error(action, exc) from exc
             raise
-        if barrier or self.commit_delay <= 0:
+        pending = self.pending_since
+        if (
+            barrier
+            or self.commit_delay <= 0
+            or (pending is not None and time.monotonic() - pending >= self.commit_delay)
+        ):
             self.flush()
 
     def _read(self, action: str) -> Any:

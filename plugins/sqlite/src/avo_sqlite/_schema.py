@@ -25,6 +25,8 @@ SCHEMA_VERSION = 1
 """The schema this code writes (``PRAGMA user_version``); newer files are refused."""
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+BUSY_TIMEOUT_MS = 10_000
+"""How long a write waits for another connection's write lock before failing."""
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -129,7 +131,7 @@ def open_database(
     path: str | Path,
     *,
     synchronous: str = "NORMAL",
-    busy_timeout_ms: int = 10_000,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
 ) -> sqlite3.Connection:
     """Open (creating if needed) the avo SQLite file at ``path``.
 

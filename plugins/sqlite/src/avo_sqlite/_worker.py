@@ -14,6 +14,9 @@ from typing import Any
 from avo_sqlite._core import SQLiteCore
 
 _STOP = object()
+_WAKE = object()
+WAL_CHECKPOINT_INTERVAL = 0.5
+"""Seconds between WAL checkpoints by the worker while the store is writing."""
 
 
 class Worker:
@@ -39,6 +42,10 @@ class Worker:
         self._queue.put((fn, args, future))
         return future
 
+    def wake(self) -> None:
+        """Make the thread re-arm its timers (group-commit window, WAL checkpoint)."""
+        self._queue.put(_WAKE)
+
     def stop(self) -> None:
         """Flush, close the connection and end the thread (idempotent)."""
         atexit.unregister(self.stop)
@@ -55,32 +62,49 @@ class Worker:
         self._ready.set_result(core)
         while True:
             timeout = None
-            if core.pending_since is not None:
-                timeout = max(0.0, core.pending_since + core.commit_delay - time.monotonic())
+            if core.wal_dirty:
+                core.armed_wal = True
+                timeout = max(0.0, core.next_wal_checkpoint - time.monotonic())
+            pending = core.pending_since
+            if pending is not None:
+                core.armed_pending = True
+                timeout = max(0.0, pending + core.commit_delay - time.monotonic())
             try:
                 item = self._queue.get(timeout=timeout)
             except queue.Empty:
-                self._flush(core)
+                self._housekeeping(core)
+                continue
+            if item is _WAKE:
                 continue
             if item is _STOP:
-                with contextlib.suppress(Exception):  # a failed flush was already reported
+                with core.lock, contextlib.suppress(Exception):  # flush errors were reported
                     core.close()
                 return
             fn, args, future = item
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(*args))
+                with core.lock:
+                    result = fn(*args)
             except BaseException as exc:
                 future.set_exception(exc)
-            if (
-                core.pending_since is not None
-                and time.monotonic() - core.pending_since >= core.commit_delay
-            ):
-                self._flush(core)
+            else:
+                future.set_result(result)
+            self._housekeeping(core)
 
     @staticmethod
-    def _flush(core: SQLiteCore) -> None:
-        # A failed flush is kept by the core and raised on its next call.
-        with contextlib.suppress(Exception):
-            core.flush()
+    def _housekeeping(core: SQLiteCore) -> None:
+        """Flush a group commit whose window passed; checkpoint the WAL when idle."""
+        pending = core.pending_since
+        due = pending is not None and time.monotonic() - pending >= core.commit_delay
+        wal_due = core.wal_dirty and time.monotonic() >= core.next_wal_checkpoint
+        if not due and (pending is not None or not wal_due):
+            return  # nothing to do yet: leave the connection to the event loop thread
+        with core.lock:
+            pending = core.pending_since
+            # A failed flush is kept by the core and raised on its next call.
+            with contextlib.suppress(Exception):
+                if pending is not None and time.monotonic() - pending >= core.commit_delay:
+                    core.flush()
+                if core.pending_since is None:
+                    core.checkpoint_wal(WAL_CHECKPOINT_INTERVAL)

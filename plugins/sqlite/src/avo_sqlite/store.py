@@ -17,7 +17,7 @@ from avo.events import AgentEvent
 from avo.exceptions import StorageError
 from avo.models import Checkpoint, RunRecord
 from avo.storage.leases import Lease
-from avo_sqlite._core import SQLiteCore
+from avo_sqlite._core import SQLiteCore, WouldBlock
 from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
@@ -70,8 +70,30 @@ class SQLiteEventStore:
         return f"SQLiteEventStore({str(self.path)!r})"
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` now if it cannot block, else on the worker thread.
+
+        A call runs on the event loop thread only when the connection is free and
+        it needs no lock it would have to wait for (see ``SQLiteCore._begin``);
+        it is then pure CPU, like the in-memory store. Anything that could wait
+        (a write lock held by another connection, an fsync with
+        ``synchronous="FULL"``, a WAL checkpoint) runs on the worker thread.
+        """
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
+        core = self._core
+        if core.lock.acquire(blocking=False):
+            try:
+                core.inline = True
+                try:
+                    return fn(*args)
+                except WouldBlock:
+                    pass
+                finally:
+                    core.inline = False
+                    if core.needs_worker:
+                        self._worker.wake()
+            finally:
+                core.lock.release()
         return await asyncio.wrap_future(self._worker.submit(fn, *args))
 
     # ------------------------------------------------------------------ protocol

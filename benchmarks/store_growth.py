@@ -1,0 +1,283 @@
+"""SQLite store growth benchmark: the fake-model tool loop with a checkpoint every step.
+
+For N = 20, 200 and 2,000 tool steps on ``SQLiteEventStore`` (WAL, default
+settings) it prints per-step time (wall and CPU of this process, worker thread
+included), database bytes per step, and early- vs late-step time; then
+
+- the ratio of per-step time at 2,000 vs 20 steps (target: within 1.5x);
+- the same loop on the in-memory store, so the store's own share is visible;
+- a plain sqlite3 loop doing one committed transaction of ten small rows per
+  step in WAL mode (synchronous FULL, SQLite's default, and NORMAL), measured
+  in the same run, and the store's per-step time as a ratio of it;
+- two concurrent runs on one file while a third connection holds the write
+  lock for 30 ms every 100 ms: the event loop's worst stall, for this store
+  (blocking calls on its worker thread) and for a variant that makes the same
+  calls on the event loop thread.
+
+Run: python benchmarks/store_growth.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
+from avo.models import ToolCall
+from avo.storage.memory import InMemoryEventStore
+from avo_sqlite import SQLiteEventStore
+
+
+class EchoArgs(BaseModel):
+    """Arguments of the benchmark tool."""
+
+    n: int
+
+
+SETTINGS: dict[str, Any] = {}
+
+TOOL = FunctionTool(
+    name="echo", description="echo n", arguments_model=EchoArgs, function=lambda a: {"n": a.n}
+)
+
+
+def _script(n: int) -> list[ModelResponse]:
+    calls = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(n)]
+    return [*calls, ModelResponse(content="done")]
+
+
+def _policy(n: int) -> LoopPolicy:
+    return LoopPolicy(
+        max_steps=n + 5,
+        max_runtime_seconds=None,
+        repeated_action_limit=n + 5,
+        no_progress_window=n + 5,
+    )
+
+
+def _fresh(directory: Path, name: str) -> Path:
+    path = directory / name
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return path
+
+
+class _Marks:
+    """Mixin recording the time of every checkpoint (two per tool step)."""
+
+    marks: list[float]
+
+    async def save_checkpoint(self, checkpoint: Any, event: Any) -> Any:
+        self.marks.append(time.perf_counter())
+        return await super().save_checkpoint(checkpoint, event)  # type: ignore[misc]
+
+
+class TimedSQLite(_Marks, SQLiteEventStore):
+    def __init__(self, path: Path, **settings: Any) -> None:
+        super().__init__(path, **settings)
+        self.marks = []
+
+
+class TimedMemory(_Marks, InMemoryEventStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks = []
+
+
+async def _loop(store: Any, n: int) -> dict[str, float]:
+    runtime = AgentRuntime(
+        provider=FakeProvider(_script(n), record_requests=False),
+        tools=[TOOL],
+        policy=_policy(n),
+        event_store=store,
+    )
+    gc.collect()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = await runtime.run("benchmark")
+    cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
+    assert result.status.value == "completed", result
+    steps = n + 1
+    marks = store.marks[2::2]
+    deltas = [b - a for a, b in itertools.pairwise(marks)]
+    tenth = max(1, len(deltas) // 10)
+    return {
+        "wall_us": wall / steps * 1e6,
+        "cpu_us": cpu / steps * 1e6,
+        "early_us": statistics.median(deltas[:tenth]) * 1e6,
+        "late_us": statistics.median(deltas[-tenth:]) * 1e6,
+    }
+
+
+async def _sqlite_run(directory: Path, n: int) -> dict[str, float]:
+    path = _fresh(directory, f"growth-{n}.db")
+    store = TimedSQLite(path, **SETTINGS)
+    try:
+        row = await _loop(store, n)
+        row["bytes_step"] = await store.database_bytes() / (n + 1)
+    finally:
+        await store.close()
+    row["file_step"] = path.stat().st_size / (n + 1)
+    return row
+
+
+def _raw_baseline(directory: Path, steps: int, synchronous: str) -> dict[str, float]:
+    """One committed transaction of ten small rows per step, plain sqlite3, WAL."""
+    path = _fresh(directory, f"raw-{synchronous}.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("CREATE TABLE rows (run TEXT, step INTEGER, n INTEGER, body TEXT)")
+    body = "x" * 40
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for step in range(steps):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO rows VALUES (?, ?, ?, ?)", [("run", step, i, body) for i in range(10)]
+        )
+        conn.execute("COMMIT")
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    conn.close()
+    return {"wall_us": wall / steps * 1e6, "cpu_us": cpu / steps * 1e6}
+
+
+class InlineSQLite(TimedSQLite):
+    """The same store, but every SQLite call runs on the event loop thread (the anti-pattern)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, commit_delay=0)  # no buffered writes: the worker never flushes
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        return fn(*args)
+
+
+async def _stall(directory: Path, store_class: Any, n: int) -> dict[str, float]:
+    """Two concurrent runs on one file, a lock-holding third writer, and a 1 ms ticker."""
+    path = _fresh(directory, f"stall-{store_class.__name__}.db")
+    await SQLiteEventStore(path).close()  # create the schema first
+    stores = [store_class(path), store_class(path)]
+    stop = threading.Event()
+
+    def hog() -> None:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        while not stop.is_set():
+            conn.execute("BEGIN IMMEDIATE")
+            time.sleep(0.03)
+            conn.execute("COMMIT")
+            stop.wait(0.07)
+        conn.close()
+
+    lags: list[float] = []
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            lags.append(time.perf_counter() - before - 0.001)
+
+    thread = threading.Thread(target=hog)
+    thread.start()
+    tick = asyncio.create_task(ticker())
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(_loop(store, n) for store in stores))
+    finally:
+        stop.set()
+        thread.join()
+        await tick
+        for store in stores:
+            await store.close()
+    lags.sort()
+    return {
+        "runs_s": time.perf_counter() - started,
+        "max_ms": lags[-1] * 1e3,
+        "p99_ms": lags[int(len(lags) * 0.99)] * 1e3,
+    }
+
+
+async def main(quick: bool) -> None:
+    sizes = [20, 200] if quick else [20, 200, 2000]
+    with tempfile.TemporaryDirectory(prefix="avo-bench-") as tmp:
+        directory = Path(tmp)
+        await _sqlite_run(directory, 20)  # warm up
+        rows: dict[int, dict[str, float]] = {}
+        memory: dict[int, dict[str, float]] = {}
+        for n in sizes:
+            repeats = 3 if n < 2000 else 1
+            runs = [await _sqlite_run(directory, n) for _ in range(repeats)]
+            rows[n] = min(runs, key=lambda r: r["cpu_us"])
+            mem_runs = [await _loop(TimedMemory(), n) for _ in range(repeats)]
+            memory[n] = min(mem_runs, key=lambda r: r["cpu_us"])
+        full = min(
+            (_raw_baseline(directory, 200, "FULL") for _ in range(3)), key=lambda r: r["wall_us"]
+        )
+        normal = min(
+            (_raw_baseline(directory, 200, "NORMAL") for _ in range(3)), key=lambda r: r["wall_us"]
+        )
+        stall_n = 100 if quick else 200
+        ours = await _stall(directory, TimedSQLite, stall_n)
+        inline = await _stall(directory, InlineSQLite, stall_n)
+
+    print("store_growth: fake-model tool loop on SQLiteEventStore, checkpoint every step")
+    print(
+        f"(machine load average {os.getloadavg()[0]:.1f}; best of runs; cpu = this process,"
+        " worker thread included)"
+    )
+    print(
+        f"{'N':>6} {'wall µs/step':>13} {'cpu µs/step':>12} {'early µs':>9} {'late µs':>9} "
+        f"{'DB B/step':>10} {'file B/step':>12} {'in-memory cpu µs/step':>22}"
+    )
+    for n in sizes:
+        r, m = rows[n], memory[n]
+        print(
+            f"{n:>6} {r['wall_us']:>13.0f} {r['cpu_us']:>12.0f} {r['early_us']:>9.0f} "
+            f"{r['late_us']:>9.0f} {r['bytes_step']:>10.0f} {r['file_step']:>12.0f} "
+            f"{m['cpu_us']:>22.0f}"
+        )
+    big = rows[sizes[-1]]
+    print(
+        f"ratio per-step N={sizes[-1]} / N=20: cpu {big['cpu_us'] / rows[20]['cpu_us']:.2f}x, "
+        f"wall {big['wall_us'] / rows[20]['wall_us']:.2f}x (target <= 1.5x)"
+    )
+    print(f"ratio late/early step at N={sizes[-1]}: {big['late_us'] / big['early_us']:.2f}x")
+    print(f"bytes per step N={sizes[-1]} / N=20: {big['bytes_step'] / rows[20]['bytes_step']:.2f}x")
+    at200 = rows[200]
+    store_share = at200["cpu_us"] - memory[200]["cpu_us"]
+    print(
+        f"store's own share at N=200: {store_share:.0f} µs/step cpu "
+        f"({at200['cpu_us']:.0f} sqlite - {memory[200]['cpu_us']:.0f} in-memory)"
+    )
+    print(
+        f"plain sqlite3, 10 rows/committed tx/step, WAL: synchronous=FULL "
+        f"{full['wall_us']:.0f} µs wall ({full['cpu_us']:.0f} cpu); synchronous=NORMAL "
+        f"{normal['wall_us']:.0f} µs wall ({normal['cpu_us']:.0f} cpu)"
+    )
+    print(
+        f"ratio store per-step (N=200, wall) / plain loop: vs FULL "
+        f"{at200['wall_us'] / full['wall_us']:.2f}x, vs NORMAL "
+        f"{at200['wall_us'] / normal['wall_us']:.2f}x"
+    )
+    print(f"two concurrent runs of {stall_n} steps + a writer holding the lock 30 ms / 100 ms:")
+    print(
+        f"  worker thread (this store): loop stall max {ours['max_ms']:.1f} ms, "
+        f"p99 {ours['p99_ms']:.1f} ms, runs took {ours['runs_s']:.2f} s"
+    )
+    print(
+        f"  calls on the loop thread:   loop stall max {inline['max_ms']:.1f} ms, "
+        f"p99 {inline['p99_ms']:.1f} ms, runs took {inline['runs_s']:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main("--quick" in sys.argv))
