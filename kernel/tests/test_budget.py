@@ -80,3 +80,27 @@ async def test_concurrency_limiter_waits_and_times_out():
 def test_concurrency_limiter_validation():
     with pytest.raises(ConcurrencyError, match="got 0"):
         ConcurrencyLimiter(0)
+
+
+def test_budget_from_settings():
+    from avo.budget import budget_from_settings
+
+    assert budget_from_settings({}, environ={}) is None
+    assert budget_from_settings(None, environ={}) is None
+    checker = budget_from_settings(
+        {"hard_limit_usd": 2, "warning_usd": "1.5", "input_per_1k": "1"}, environ={}
+    )
+    assert checker is not None
+    assert checker.config.hard_limit_usd == Decimal(2)
+    assert checker.rates == (Decimal(1), Decimal(0))
+    env = {"AVO_USAGE_RATES": "0.5,0.5"}
+    assert budget_from_settings({"hard_limit_usd": 1}, environ=env).rates == (
+        Decimal("0.5"),
+        Decimal("0.5"),
+    )
+    with pytest.raises(ConfigError, match="allowed: hard_limit_usd"):
+        budget_from_settings({"limit": 1}, environ={})
+    with pytest.raises(ConfigError, match="not a number"):
+        budget_from_settings({"hard_limit_usd": "lots"}, environ={})
+    with pytest.raises(ConfigError, match="needs token rates"):
+        budget_from_settings({"hard_limit_usd": 1}, environ={})

@@ -96,3 +96,16 @@ async def test_negative_tokens_rejected_and_available_reports_levels():
     requests, tokens = lim.available()
     assert requests == pytest.approx(9.0)
     assert tokens is None
+
+
+def test_rate_limiter_from_settings():
+    from avo.rate_limit import rate_limiter_from_settings
+
+    assert rate_limiter_from_settings({}) is None
+    limiter = rate_limiter_from_settings({"requests_per_minute": 30})
+    assert limiter is not None and limiter.config.requests_per_minute == 30
+    assert limiter.config.tokens_per_minute is None
+    with pytest.raises(RateLimitError, match="allowed: requests_per_minute"):
+        rate_limiter_from_settings({"rpm": 1})
+    with pytest.raises(RateLimitError, match="positive integer"):
+        rate_limiter_from_settings({"tokens_per_minute": "many"})

@@ -111,4 +111,47 @@ class BudgetChecker:
         return decision
 
 
-__all__ = ["BudgetChecker", "BudgetConfig", "BudgetDecision"]
+_BUDGET_KEYS = ("hard_limit_usd", "input_per_1k", "output_per_1k", "warning_usd")
+
+
+def budget_from_settings(
+    settings: Mapping[str, object] | None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> BudgetChecker | None:
+    """A checker from an ``avo.toml`` ``[budget]`` table, or None when it sets no limit.
+
+    Keys: ``warning_usd``, ``hard_limit_usd``, and optional ``input_per_1k`` /
+    ``output_per_1k`` rates (else ``AVO_USAGE_RATES_*`` from ``environ``).
+    """
+    table = dict(settings or {})
+    unknown = sorted(set(table) - set(_BUDGET_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown [budget] keys {unknown}; allowed: {', '.join(_BUDGET_KEYS)}", key="budget"
+        )
+
+    def amount(key: str) -> Decimal | None:
+        raw = table.get(key)
+        if raw is None:
+            return None
+        try:
+            return Decimal(str(raw))
+        except ArithmeticError:
+            raise ConfigError(
+                f"[budget] {key}={raw!r} is not a number", key=f"budget.{key}"
+            ) from None
+
+    config = BudgetConfig(
+        warning_usd=amount("warning_usd"), hard_limit_usd=amount("hard_limit_usd")
+    )
+    if config.warning_usd is None and config.hard_limit_usd is None:
+        return None
+    rate_in, rate_out = amount("input_per_1k"), amount("output_per_1k")
+    rates = None
+    if rate_in is not None or rate_out is not None:
+        rates = (rate_in or Decimal(0), rate_out or Decimal(0))
+    return BudgetChecker(config, rates=rates, environ=environ)
+
+
+__all__ = ["BudgetChecker", "BudgetConfig", "BudgetDecision", "budget_from_settings"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from avo.exceptions import AvoError
@@ -127,4 +127,20 @@ class RateLimiter:
         return levels[0], levels[1]
 
 
-__all__ = ["RateLimitConfig", "RateLimitError", "RateLimiter"]
+def rate_limiter_from_settings(settings: Mapping[str, object] | None) -> RateLimiter | None:
+    """A limiter from an ``avo.toml`` ``[rate_limit]`` table, or None when it sets no limit.
+
+    Keys: ``requests_per_minute``, ``tokens_per_minute`` (positive integers).
+    """
+    table = dict(settings or {})
+    allowed = ("requests_per_minute", "tokens_per_minute")
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise RateLimitError(f"unknown [rate_limit] keys {unknown}; allowed: {', '.join(allowed)}")
+    rpm, tpm = table.get("requests_per_minute"), table.get("tokens_per_minute")
+    if rpm is None and tpm is None:
+        return None
+    return RateLimiter(RateLimitConfig(requests_per_minute=rpm, tokens_per_minute=tpm))  # type: ignore[arg-type]
+
+
+__all__ = ["RateLimitConfig", "RateLimitError", "RateLimiter", "rate_limiter_from_settings"]
