@@ -12,16 +12,21 @@ from typing import Any
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``avo run``'s arguments."""
-    parser.add_argument("task", help="what the agent should do")
+    parser.add_argument("task", metavar="TASK", help="what the agent should do")
     parser.add_argument(
         "--config",
         "-c",
         type=Path,
         default=None,
+        metavar="FILE",
         help="avo.toml or pyproject.toml with [tool.avo] (default: ./avo.toml if present)",
     )
-    parser.add_argument("--provider", help="provider plugin name (overrides [provider] name)")
-    parser.add_argument("--store", help="store plugin name (default: chosen by the location)")
+    parser.add_argument(
+        "--provider", metavar="NAME", help="provider plugin name (overrides [provider] name)"
+    )
+    parser.add_argument(
+        "--store", metavar="NAME", help="store plugin name (default: chosen by the location)"
+    )
     parser.add_argument(
         "--tool",
         action="append",
@@ -34,9 +39,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--database",
         type=Path,
         default=None,
+        metavar="PATH",
         help="event store location (default: [store] location, AVO_DATABASE_PATH, avo.db)",
     )
-    parser.add_argument("--system-prompt", default=None, help="system prompt sent before the task")
+    parser.add_argument(
+        "--system-prompt", default=None, metavar="TEXT", help="system prompt sent before the task"
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer")
 
 
