@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
-from avo_tools.errors import EditFileError
+from avo_tools.errors import EditFileError, WorkspacePathError
 from avo_tools.workspace import PathLike, Workspace, current_workspace
 
 MAX_GREP_FILE_BYTES = 2_000_000
@@ -66,14 +66,34 @@ def _matches(rel: str, pattern: str, recursive: bool) -> bool:
     return fnmatch.fnmatchcase(name, pattern)
 
 
+def _literal_prefix(pattern: str) -> tuple[str, str]:
+    """Split ``a/b/*.py`` into the literal directory part ``a/b`` and the rest ``*.py``."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for part in parts[:-1]:
+        if any(ch in part for ch in "*?[") or part in ("", ".", ".."):
+            break
+        literal.append(part)
+    return "/".join(literal), "/".join(parts[len(literal) :])
+
+
 def _glob(args: GlobArguments) -> dict[str, object]:
     workspace = current_workspace("glob")
     start = workspace.validate_path(args.path)
+    pattern = args.pattern
+    prefix, rest = _literal_prefix(pattern)
+    if prefix:
+        # Walk only below the literal directory part of the pattern.
+        try:
+            start = workspace.validate_path(start / prefix)
+        except (OSError, WorkspacePathError):
+            return {"pattern": args.pattern, "matches": [], "truncated": False}
+        pattern = rest
     matches: list[str] = []
     truncated = False
     for path in workspace.iter_files(start):
         rel_to_start = path.relative_to(start).as_posix()
-        if _matches(rel_to_start, args.pattern, args.recursive):
+        if _matches(rel_to_start, pattern, args.recursive):
             if len(matches) >= args.max_results:
                 truncated = True
                 break

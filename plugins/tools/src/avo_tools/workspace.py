@@ -262,7 +262,19 @@ def _is_regular(path: Path) -> bool:
         return False
 
 
-_SKIP_DIRS = frozenset({".git", "__pycache__", ".venv", "node_modules", ".mypy_cache"})
+_SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "__pycache__",
+        ".venv",
+        "node_modules",
+        ".mypy_cache",
+        ".nox",
+        ".tox",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
 
 _current: contextvars.ContextVar[tuple[Workspace, ...]] = contextvars.ContextVar(
     "avo_tools_workspace", default=()
