@@ -8,13 +8,13 @@ that grow or repeat:
   histories and ``completed_tool_call_ids`` — kept as *lineages* of items in
   ``checkpoint_items`` (identified by run, field and ``base``, the position of
   the checkpoint that started the lineage). Saving appends only the new items
-  when the value extends the previous one; a value that does not (a compacted
-  conversation, a sliding window, a removed id) starts a new lineage holding
-  its full value. Whether a list extends the previous value is decided by
-  comparing the stored prefix in full (one C-level comparison in the worker
-  thread; the runtime shares message objects between checkpoints, so it is
-  mostly identity checks), the id set by inclusion: an edit anywhere is
-  never missed.
+  when the value extends the previous one, also after dropping a prefix (a
+  sliding window of fingerprints); a value that does not (a compacted
+  conversation, a removed id) starts a new lineage holding its full value.
+  Whether a list extends the previous value is decided by comparing the
+  stored items in full (C-level list comparisons; the runtime shares message
+  objects between checkpoints, so they are mostly identity checks), the id set
+  by inclusion: an edit anywhere is never missed.
 - the dict fields ``policy``, ``provider_metadata`` and ``user_state``, stored
   key by key: small values inline, large ones (a FakeProvider's script) once
   in ``checkpoint_items`` and referenced while they stay equal. A whole field
@@ -54,6 +54,7 @@ _SEP = "\x1f"
 class _Lineage:
     base: int
     count: int
+    start: int = 0  # index of the value's first item in the lineage (a sliding window moves it)
     full: list[Any] | None = None
     members: set[str] | None = None
 
@@ -69,10 +70,28 @@ class CheckpointCursor:
     parts: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)
 
 
-def _lineage(name: str, base: int, value: Any) -> _Lineage:
+def _lineage(name: str, base: int, value: Any, start: int = 0) -> _Lineage:
     if name == SET_FIELD:
         return _Lineage(base=base, count=len(value), members=set(value))
-    return _Lineage(base=base, count=len(value), full=list(value))
+    return _Lineage(base=base, count=len(value), start=start, full=list(value))
+
+
+def _shift(old: list[Any], new: list[Any]) -> int | None:
+    """How many items ``new`` dropped from the front of ``old`` before appending, if it did.
+
+    ``0`` is a pure append; ``k`` a sliding window (``new`` starts with ``old[k:]``);
+    None when ``new`` is not ``old`` minus a prefix plus a suffix.
+    """
+    size = len(old)
+    if new[:size] == old:
+        return 0
+    if not new:
+        return None
+    first = new[0]
+    for k in range(1, size):
+        if old[k] == first and old[k:] == new[: size - k]:
+            return k
+    return None
 
 
 Row = tuple[int, str, int, int, str]
@@ -89,12 +108,15 @@ def _save_lineage(
             start, base, new_items = 0, position, sorted(members)
         lineage = _Lineage(base=base, count=start + len(new_items), members=set(members))
     else:
-        if old is not None and old.full is not None and value[: old.count] == old.full:
-            start, base = old.count, old.base
+        shift = None if old is None or old.full is None else _shift(old.full, value)
+        if old is not None and shift is not None:
+            # keep the lineage: items up to old.start + old.count exist, append the rest
+            first = old.start + shift
+            kept = old.count - shift
+            start, base, new_items = old.start + old.count, old.base, value[kept:]
         else:
-            start, base = 0, position
-        new_items = value[start:]
-        lineage = _Lineage(base=base, count=len(value), full=list(value))
+            first, start, base, new_items = 0, 0, position, value
+        lineage = _Lineage(base=base, count=len(value), start=first, full=list(value))
     rows.extend(
         (run_key, name, base, start + offset, dumps(item)) for offset, item in enumerate(new_items)
     )
@@ -161,7 +183,9 @@ def save_delta(
             run_key, name, getattr(checkpoint, name), old, position, rows
         )
     head = checkpoint.model_dump(mode="json", exclude=_HEAD_EXCLUDE)
-    head["lineages"] = {name: [lin.base, lin.count] for name, lin in out.lineages.items()}
+    head["lineages"] = {
+        name: [lin.base, lin.count, lin.start] for name, lin in out.lineages.items()
+    }
     head["parts"] = {
         name: _save_parts(run_key, name, getattr(checkpoint, name), cursor, position, rows, out)
         for name in PART_FIELDS
@@ -227,13 +251,13 @@ def load_latest(
         data[name] = value
         cursor.fields[name] = (value, [kind, payload])
     for name in DELTA_FIELDS:
-        base, count = refs[name]
+        base, count, start = refs[name]
         items = [
             json.loads(text)
             for (text,) in conn.execute(
                 "SELECT value FROM checkpoint_items WHERE run_key = ? AND field = ? AND base = ?"
-                " AND idx < ? ORDER BY idx",
-                (run_key, name, base, count),
+                " AND idx >= ? AND idx < ? ORDER BY idx",
+                (run_key, name, base, start, start + count),
             )
         ]
         if len(items) != count:
@@ -242,5 +266,5 @@ def load_latest(
                 f"({len(items)} of {count}); the database is damaged"
             )
         data[name] = set(items) if name == SET_FIELD else items
-        cursor.lineages[name] = _lineage(name, base, items)
+        cursor.lineages[name] = _lineage(name, base, items, start)
     return Checkpoint.model_validate(data), cursor
