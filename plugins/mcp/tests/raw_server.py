@@ -6,7 +6,8 @@ keeps the failure-mode tests fast. ``python raw_server.py [garbage-at-start]``.
 
 Tools: ``garbage`` answers with a non-JSON line on the protocol channel,
 ``crash`` exits with code 3 mid-call, ``hang`` never answers, ``boom`` answers
-with a tool error (``isError: true``), ``echo`` works.
+with a tool error (``isError: true``), ``spawn_then_crash`` leaves a grandchild
+behind and exits, ``echo`` pings the client and asks it for sampling first.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 import time
 
-TOOLS = ["garbage", "crash", "hang", "boom", "echo"]
+TOOLS = ["garbage", "crash", "hang", "boom", "echo", "spawn_then_crash"]
 
 
 def send(message: dict) -> None:
@@ -46,12 +47,28 @@ def call(request_id: object, name: str, arguments: dict) -> None:
                 },
             }
         )
+    elif name == "spawn_then_crash":
+        # A grandchild that inherits stdout/stderr outlives this process unless the
+        # client ends the whole process group.
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "300"])
+        with open(arguments["pid_file"], "w") as handle:
+            handle.write(str(child.pid))
+        os._exit(4)
     else:
+        # Ask the client something first (a server -> client request), as real
+        # servers do with ping / roots/list, and report what it answered.
+        send({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+        ping_reply = json.loads(sys.stdin.readline())
+        send({"jsonrpc": "2.0", "id": "srv-2", "method": "sampling/createMessage"})
+        sampling_reply = json.loads(sys.stdin.readline())
+        text = json.dumps({"arguments": arguments, "ping": ping_reply, "sampling": sampling_reply})
         send(
             {
                 "jsonrpc": "2.0",
                 "id": request_id,
-                "result": {"content": [{"type": "text", "text": json.dumps(arguments)}]},
+                "result": {"content": [{"type": "text", "text": text}]},
             }
         )
 

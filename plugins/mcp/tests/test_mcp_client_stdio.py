@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -201,3 +203,31 @@ def test_tool_names_are_model_safe():
     assert tool.metadata.input_schema == {"type": "object", "properties": {}}
     long = mcp_tool(server, {"name": "x" * 100})
     assert len(long.metadata.name) == 64
+
+
+def _gone(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        return True
+    # not our child: once killed it may linger as a zombie of pid 1 in a container
+    return stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+async def test_server_requests_are_answered_and_grandchildren_are_ended(tmp_path, assert_reaped):
+    server = MCPServer(command=[sys.executable, str(TESTS_DIR / "raw_server.py")])
+    async with MCPClient(server) as client:
+        tools = {tool.metadata.name: tool for tool in client.tools()}
+        echoed = json.loads((await tools["echo"].invoke({"x": 1}))["text"])
+        assert echoed["arguments"] == {"x": 1}
+        assert echoed["ping"] == {"jsonrpc": "2.0", "id": "srv-1", "result": {}}
+        assert echoed["sampling"]["error"]["code"] == -32601
+        pid_file = tmp_path / "grandchild.pid"
+        with pytest.raises(MCPError, match="exited with code 4"):
+            await tools["spawn_then_crash"].invoke({"pid_file": str(pid_file)})
+        grandchild = int(pid_file.read_text())
+        for _ in range(50):
+            if _gone(grandchild):
+                break
+            await asyncio.sleep(0.1)
+        assert _gone(grandchild)
+    assert_reaped(server.pid)

@@ -15,6 +15,7 @@ import collections
 import contextlib
 import itertools
 import os
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
 _STDERR_TAIL_LINES = 20
 _STOP_GRACE_SECONDS = 0.5
 _TERMINATE_WAIT_SECONDS = 2.0
+_POSIX = os.name == "posix"
+_EXIT_POLL_SECONDS = 0.1
 
 
 class MCPServer(MCPSession):
@@ -72,6 +75,7 @@ class MCPServer(MCPSession):
         self._ids = itertools.count(1)
         self._reader: asyncio.Task[None] | None = None
         self._stderr_reader: asyncio.Task[None] | None = None
+        self._exit_watcher: asyncio.Task[None] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._write_lock = asyncio.Lock()
 
@@ -106,6 +110,9 @@ class MCPServer(MCPSession):
                 env=base,
                 cwd=str(self.cwd) if self.cwd is not None else None,
                 limit=MAX_MESSAGE_BYTES,
+                # Its own process group, so stop() also ends what the server spawned
+                # (npx -> node, uvx -> python) and a Ctrl-C meant for avo does not hit it.
+                start_new_session=_POSIX,
             )
         except OSError as exc:
             raise MCPError(
@@ -116,9 +123,13 @@ class MCPServer(MCPSession):
         self._stderr_reader = asyncio.create_task(
             self._drain_stderr(), name=f"mcp-stderr-{self.name}"
         )
+        self._exit_watcher = asyncio.create_task(self._watch_exit(), name=f"mcp-exit-{self.name}")
 
     async def stop(self) -> None:
-        """Stop the server: close stdin, terminate, wait 2 s, kill; always reaps."""
+        """Stop the server: close stdin, terminate, wait 2 s, kill; always reaps.
+
+        Signals go to the server's whole process group, so what it spawned ends too.
+        """
         self._started = False
         process = self._process
         if process is None:
@@ -126,19 +137,17 @@ class MCPServer(MCPSession):
         if process.returncode is None:
             if process.stdin is not None and not process.stdin.is_closing():
                 process.stdin.close()
-            for action in (None, process.terminate, process.kill):
+            for action in (None, self._terminate, self._kill):
                 if action is not None:
-                    with contextlib.suppress(ProcessLookupError):
-                        action()
+                    action()
                 wait = _STOP_GRACE_SECONDS if action is None else _TERMINATE_WAIT_SECONDS
-                try:
-                    await asyncio.wait_for(asyncio.shield(process.wait()), wait)
+                if await self._exited_within(wait):
                     break
-                except TimeoutError:
-                    continue
-        await process.wait()
+        # asyncio's child watcher has reaped the server once returncode is set.
+        self._kill_group_leftovers()
+        await self._close_pipes()
         self._fail_pending(self._failure or MCPError(f"MCP server {self.name!r} was stopped"))
-        for task in (self._reader, self._stderr_reader):
+        for task in (self._reader, self._stderr_reader, self._exit_watcher):
             if task is not None and not task.done():
                 task.cancel()
             if task is not None:
@@ -146,7 +155,7 @@ class MCPServer(MCPSession):
                     await task
         if process.stdin is not None:
             process.stdin.close()
-        self._reader = self._stderr_reader = None
+        self._reader = self._stderr_reader = self._exit_watcher = None
 
     async def _request(self, method: str, params: JsonDict | None, wait_seconds: float) -> JsonDict:
         if self._failure is not None:
@@ -217,20 +226,18 @@ class MCPServer(MCPSession):
                 f"MCP server {self.name!r} wrote invalid output on stdout ({exc}); "
                 "the server was stopped"
             )
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        try:
-            code = await asyncio.wait_for(asyncio.shield(process.wait()), _TERMINATE_WAIT_SECONDS)
-        except TimeoutError:
+            self._kill()
+        if not await self._exited_within(_TERMINATE_WAIT_SECONDS):
             # stdout closed but the process lives on: it can never answer again.
             if self._failure is None:
                 self._failure = MCPError(
                     f"MCP server {self.name!r} closed its stdout but kept running; "
                     "the server was stopped"
                 )
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            code = await process.wait()
+            self._kill()
+            await self._exited_within(_TERMINATE_WAIT_SECONDS)
+        code = process.returncode
+        self._kill_group_leftovers()
         if self._stderr_reader is not None:
             # Let the last stderr lines land so the exit message can quote them.
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
@@ -241,6 +248,37 @@ class MCPServer(MCPSession):
             )
         self._started = False
         self._fail_pending(self._failure)
+
+    async def _exited_within(self, seconds: float) -> bool:
+        """Poll the exit status (Process.wait() also waits for the pipes to close)."""
+        process = self._process
+        assert process is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while process.returncode is None:
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(_EXIT_POLL_SECONDS)
+        return True
+
+    async def _close_pipes(self) -> None:
+        process = self._process
+        assert process is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), _TERMINATE_WAIT_SECONDS)
+        except TimeoutError:
+            # A descendant that left the process group still holds the pipes.
+            transport = getattr(process, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+    async def _watch_exit(self) -> None:
+        # asyncio's Process.wait() only returns once every pipe is closed, and
+        # whatever the server spawned may hold stdout open after it exited; so
+        # watch the exit status itself and end the rest of the group then, which
+        # closes the pipes and lets the reader see end-of-stream.
+        await self._exited_within(float("inf"))
+        self._kill_group_leftovers()
 
     async def _dispatch(self, message: JsonDict) -> None:
         method = message.get("method")
@@ -280,6 +318,30 @@ class MCPServer(MCPSession):
         with contextlib.suppress(ValueError, asyncio.LimitOverrunError):
             while line := await process.stderr.readline():
                 self._stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+
+    def _signal(self, signum: int) -> None:
+        # The whole group: the server may have exited and left children behind.
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if _POSIX:
+                os.killpg(process.pid, signum)
+            elif process.returncode is None:  # pragma: no cover - Windows
+                process.send_signal(signum)
+
+    def _terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def _kill(self) -> None:
+        self._signal(signal.SIGKILL if _POSIX else signal.SIGTERM)
+
+    def _kill_group_leftovers(self) -> None:
+        """After the server exited, end whatever it spawned that is still running."""
+        process = self._process
+        if _POSIX and process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def _fail_pending(self, error: MCPError) -> None:
         for future in self._pending.values():
