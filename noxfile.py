@@ -78,8 +78,20 @@ def _local_closure(path: Path) -> list[Path]:
     return wanted
 
 
+def _build_requirements(packages: list[Path]) -> list[str]:
+    """Every package's ``[build-system] requires``, read from the tree."""
+    found: set[str] = set()
+    for package in packages:
+        data = tomllib.loads((package / "pyproject.toml").read_text(encoding="utf-8"))
+        found.update(data.get("build-system", {}).get("requires", []))
+    return sorted(found)
+
+
 def _install_editable(session: nox.Session, packages: list[Path], *, test: bool = True) -> None:
-    args: list[str] = []
+    # Build backends once, then build every package without isolation: one
+    # download instead of one per package.
+    session.install(*_build_requirements(packages), "editables")
+    args: list[str] = ["--no-build-isolation"]
     for package in packages:
         args += ["-e", _spec(package)]
     session.install(*args, *(TEST_DEPS if test else ()))
