@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from avo_mcp.http_client import MCPHttpServer
     from avo_mcp.registry import build_default_registry
     from avo_mcp.server import AvoMcpServer, serve_stdio, serve_stdio_async
+    from avo_mcp.toolbox import MCPToolbox
     from avo_mcp.tools import MCPClient, MCPTool, mcp_tool, mcp_tools
 
 __version__ = "1.0.0"
@@ -27,6 +28,7 @@ _LAZY: dict[str, str] = {
     "MCPHttpServer": "avo_mcp.http_client",
     "MCPServer": "avo_mcp.client",
     "MCPTool": "avo_mcp.tools",
+    "MCPToolbox": "avo_mcp.toolbox",
     "McpCliError": "avo_mcp.config",
     "build_default_registry": "avo_mcp.registry",
     "load_servers": "avo_mcp.config",
@@ -53,6 +55,7 @@ __all__ = [
     "MCPHttpServer",
     "MCPServer",
     "MCPTool",
+    "MCPToolbox",
     "McpCliError",
     "build_default_registry",
     "load_servers",
