@@ -159,3 +159,9 @@ def test_var_expansion(tmp_path: Path) -> None:
     assert server.command[0] == "/opt/t/bin/srv"
     assert server.env == {"TOKEN": "abc", "KEEP": "${UNSET_VAR}"}
     assert server.timeout_seconds == 5
+
+
+def test_serve_mcp_rejects_a_missing_root(tmp_path: Path, capsys) -> None:
+    code, _, err = _avo(capsys, "serve-mcp", "--workspace-root", str(tmp_path / "nope"))
+    assert code == 2
+    assert "is not a directory" in err

@@ -211,3 +211,20 @@ async def test_resources(tmp_path: Path) -> None:
     no_ws = AvoMcpServer(_registry())
     await _initialized(no_ws)
     assert (await no_ws.handle(_req(2, "resources/list")))["result"] == {"resources": []}
+
+
+async def test_serve_stops_when_the_client_is_gone() -> None:
+    server = AvoMcpServer(_registry())
+    lines = iter([json.dumps(_req(1, "ping")) + "\n", json.dumps(_req(2, "ping")) + "\n"])
+    reads: list[str] = []
+
+    def read() -> str:
+        line = next(lines, "")
+        reads.append(line)
+        return line
+
+    def broken(_: str) -> None:
+        raise BrokenPipeError("client went away")
+
+    await asyncio.wait_for(server.serve(read, broken), 10)
+    assert len(reads) <= 2  # stopped after the failed write instead of reading on

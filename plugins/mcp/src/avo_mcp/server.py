@@ -257,8 +257,16 @@ class AvoMcpServer:
     async def serve(self, read_fn: ReadFn, write_fn: WriteFn) -> None:
         """Read messages until end of input; each request runs as its own task."""
 
+        wire_closed = False
+
         def write(message: JsonDict) -> None:
-            write_fn(encode_message(message).decode("utf-8"))
+            nonlocal wire_closed
+            if wire_closed:
+                return
+            try:
+                write_fn(encode_message(message).decode("utf-8"))
+            except (BrokenPipeError, ConnectionResetError):
+                wire_closed = True  # the client is gone; stop at the next read
 
         async def answer(message: JsonDict) -> None:
             try:
@@ -270,7 +278,7 @@ class AvoMcpServer:
             if reply is not None:
                 write(reply)
 
-        while True:
+        while not wire_closed:
             raw = await asyncio.to_thread(read_fn)
             if not raw:
                 break
