@@ -12,6 +12,7 @@ from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelRespo
 from avo.events import EventType
 from avo.testing.stores import event, start_run
 from avo_sqlite import SQLiteEventStore
+from avo_sqlite._codec import decode_type
 
 
 def _committed_events(path: Path, run_id: str) -> list[str]:
@@ -26,7 +27,7 @@ def _committed_events(path: Path, run_id: str) -> list[str]:
             "SELECT event_type FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
             (low, low + 2**32 - 1),
         ).fetchall()
-        return [row[0] for row in rows]
+        return [decode_type(row[0]).value for row in rows]
     finally:
         conn.close()
 
@@ -110,3 +111,27 @@ async def test_checkpoint_rows_stay_flat_as_the_run_grows(tmp_path: Path) -> Non
     assert set(by_base) <= {1, 2, 3}, by_base
     lineage_rows = sum(by_base.values())
     assert lineage_rows < 8 * steps, lineage_rows
+
+
+def test_codec_round_trips_ids_and_types() -> None:
+    from avo.events import EventType as Kind
+    from avo_sqlite._codec import decode_id, encode_id, encode_type
+
+    canonical = "6f1c1a70-5a8e-4c1e-9a55-7a3b1f2f9b10"
+    for text in (canonical, "call-1", canonical.upper()):
+        assert decode_id(encode_id(text)) == text
+    assert isinstance(encode_id("6f1c1a70-5a8e-4c1e-9a55-7a3b1f2f9b10"), bytes)
+    for kind in Kind:
+        assert decode_type(encode_type(kind)) is kind
+
+
+def test_sliding_window_shift_detection() -> None:
+    from avo_sqlite._checkpoints import _shift
+
+    assert _shift([1, 2, 3], [1, 2, 3, 4]) == 0
+    assert _shift([1, 2, 3], [2, 3, 4]) == 1
+    assert _shift([1, 1, 2], [1, 2, 5]) == 1
+    assert _shift([1, 2, 3], [3, 9]) == 2
+    assert _shift([1, 2, 3], [2, 9, 3]) is None
+    assert _shift([1, 2, 3], []) is None
+    assert _shift([], [7]) == 0

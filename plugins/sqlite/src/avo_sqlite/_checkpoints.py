@@ -33,7 +33,7 @@ from typing import Any
 
 from avo.exceptions import StorageError
 from avo.models import Checkpoint
-from avo_sqlite._codec import dumps, from_us, key_range, row_key, to_us
+from avo_sqlite._codec import decode_id, dumps, encode_id, from_us, key_range, row_key, to_us
 
 LIST_FIELDS: tuple[str, ...] = (
     "messages",
@@ -183,9 +183,8 @@ def save_delta(
             run_key, name, getattr(checkpoint, name), old, position, rows
         )
     head = checkpoint.model_dump(mode="json", exclude=_HEAD_EXCLUDE)
-    head["lineages"] = {
-        name: [lin.base, lin.count, lin.start] for name, lin in out.lineages.items()
-    }
+    # in DELTA_FIELDS order: [base, count, start] each
+    head["lineages"] = [[lin.base, lin.count, lin.start] for lin in out.lineages.values()]
     head["parts"] = {
         name: _save_parts(run_key, name, getattr(checkpoint, name), cursor, position, rows, out)
         for name in PART_FIELDS
@@ -201,7 +200,7 @@ def save_delta(
         " VALUES (?, ?, ?, ?)",
         (
             row_key(run_key, position),
-            checkpoint.checkpoint_id,
+            encode_id(checkpoint.checkpoint_id),
             to_us(checkpoint.created_at),
             dumps(head),
         ),
@@ -234,9 +233,11 @@ def load_latest(
         return None
     position = int(row[0]) - low
     head: dict[str, Any] = json.loads(row[3])
-    refs: dict[str, list[int]] = head.pop("lineages")
+    refs = dict(zip(DELTA_FIELDS, head.pop("lineages"), strict=True))
     stored_parts: dict[str, list[Any]] = head.pop("parts")
-    data = dict(head, run_id=run_id, checkpoint_id=row[1], created_at=from_us(int(row[2])))
+    data = dict(
+        head, run_id=run_id, checkpoint_id=decode_id(row[1]), created_at=from_us(int(row[2]))
+    )
     cursor = CheckpointCursor(position=position, lineages={})
     for name in PART_FIELDS:
         kind, payload = stored_parts[name]

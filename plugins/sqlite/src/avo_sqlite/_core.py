@@ -40,7 +40,17 @@ from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
 from avo_sqlite._checkpoints import CheckpointCursor, load_latest, save_delta
-from avo_sqlite._codec import dumps, from_us, key_range, row_key, to_us
+from avo_sqlite._codec import (
+    decode_id,
+    decode_type,
+    dumps,
+    encode_id,
+    encode_type,
+    from_us,
+    key_range,
+    row_key,
+    to_us,
+)
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -53,9 +63,6 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 class WouldBlock(Exception):
     """Raised before any change when a call on the event loop thread would have to wait."""
-
-
-_TERMINAL_VALUES = frozenset(kind.value for kind in TERMINAL_EVENT_TYPES)
 
 
 BARRIER_EVENTS: frozenset[EventType] = frozenset(
@@ -302,8 +309,8 @@ class SQLiteCore:
             " parent_event_id) VALUES (?, ?, ?, ?, ?, ?)",
             (
                 row_key(key, stored.sequence),
-                stored.event_id,
-                stored.event_type.value,
+                encode_id(stored.event_id),
+                encode_type(stored.event_type),
                 to_us(stored.created_at),
                 dumps(stored.payload),
                 stored.parent_event_id,
@@ -507,8 +514,8 @@ class SQLiteCore:
             AgentEvent(
                 run_id=run_id,
                 sequence=int(row[0]) - low,
-                event_id=row[1],
-                event_type=EventType(row[2]),
+                event_id=decode_id(row[1]),
+                event_type=decode_type(row[2]),
                 created_at=from_us(int(row[3])),
                 payload=json.loads(row[4]),
                 parent_event_id=row[5],
@@ -561,7 +568,7 @@ class SQLiteCore:
                 " ORDER BY event_key DESC LIMIT 1",
                 (low, high),
             ).fetchone()
-        return last is not None and last[0] in _TERMINAL_VALUES
+        return last is not None and decode_type(last[0]) in TERMINAL_EVENT_TYPES
 
     def database_bytes(self) -> int:
         """Bytes the database occupies (pages in use), for benchmarks and gc reports."""

@@ -5,6 +5,8 @@ event's rowid is ``run_key << 32 | sequence`` and a checkpoint's
 ``run_key << 32 | position``, so a run's events are one contiguous rowid range
 with no second index, and rows stay in rowid tables (large payloads are stored
 in place, not in mostly-empty overflow pages as WITHOUT ROWID tables would).
+Event and checkpoint ids that are canonical UUIDs are stored as 16-byte blobs
+and event types as one-byte codes (see ``_codec``).
 
 One schema serves every avo-sqlite store (event store, checkpoint store,
 ledger, conversations), so they can share one ``avo.db``. Opening never
@@ -42,15 +44,15 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_at);
 CREATE TABLE IF NOT EXISTS events (
     event_key INTEGER PRIMARY KEY,
-    event_id TEXT NOT NULL,
-    event_type TEXT NOT NULL,
+    event_id NOT NULL,
+    event_type NOT NULL,
     created_us INTEGER NOT NULL,
     payload TEXT NOT NULL,
     parent_event_id TEXT
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     checkpoint_key INTEGER PRIMARY KEY,
-    checkpoint_id TEXT NOT NULL,
+    checkpoint_id NOT NULL,
     created_us INTEGER NOT NULL,
     head TEXT NOT NULL
 );
