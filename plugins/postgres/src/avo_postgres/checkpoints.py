@@ -15,7 +15,8 @@ A :class:`avo.models.Checkpoint` is split three ways:
   script) as one ``avo_checkpoint_parts`` row, rewritten only when it changes.
 
 So checkpoint I/O per step stays constant however long the run grows, and all
-of it is one SQL statement. Only the latest checkpoint is reconstructable,
+of it goes into the one statement that appends the CHECKPOINT_CREATED event
+(see :mod:`avo_postgres.writes`). Only the latest checkpoint is reconstructable,
 which is all ``get_latest_checkpoint`` and resume need.
 
 Change detection compares with the previous checkpoint's values, kept per
@@ -122,51 +123,42 @@ async def load_previous(conn: Any, run_id: str, ordinal: int) -> CachedLists:
     return cached
 
 
-_WRITE = """
-WITH items AS (
-    INSERT INTO avo_checkpoint_items (run_id, field, position, value)
-    SELECT $1, f, p, v::json FROM unnest($7::text[], $8::int[], $9::text[]) AS u(f, p, v)
-    ON CONFLICT (run_id, field, position) DO UPDATE SET value = EXCLUDED.value
-), trims AS (
-    DELETE FROM avo_checkpoint_items AS i
-    USING unnest($10::text[], $11::int[]) AS t(f, p)
-    WHERE i.run_id = $1 AND i.field = t.f AND i.position >= t.p
-), parts AS (
-    INSERT INTO avo_checkpoint_parts (run_id, field, key, value)
-    SELECT $1, f, k, v::json FROM unnest($12::text[], $13::text[], $14::text[]) AS u(f, k, v)
-    ON CONFLICT (run_id, field, key) DO UPDATE SET value = EXCLUDED.value
-)
-INSERT INTO avo_checkpoints (run_id, ordinal, checkpoint_id, created_at, head, lengths)
-VALUES ($1, $2, $3, $4, $5::json, $6::json)
-"""
+@dataclass
+class CheckpointRows:
+    """What saving one checkpoint writes: the head row and the changed items and parts."""
+
+    ordinal: int
+    checkpoint_id: str
+    created_at: Any
+    head: str
+    lengths: str
+    items: tuple[list[str], list[int], list[str]]  # field, position, JSON value
+    trims: tuple[list[str], list[int]]  # field, first position to drop
+    parts: tuple[list[str], list[str], list[str]]  # field, key, JSON value
 
 
-async def write_checkpoint(
-    conn: Any, checkpoint: Checkpoint, ordinal: int, previous: CachedLists
-) -> CachedLists:
-    """Store ``checkpoint`` as ordinal ``ordinal`` given the previous one; return the new cache.
-
-    One statement, inside the caller's transaction (which holds the run row lock).
-    """
-    run_id = checkpoint.run_id
+def plan_checkpoint(
+    checkpoint: Checkpoint, ordinal: int, previous: CachedLists
+) -> tuple[CheckpointRows, CachedLists]:
+    """The rows that store ``checkpoint`` as ``ordinal`` after ``previous``, and the new cache."""
     out = CachedLists(ordinal=ordinal, checkpoint_id=checkpoint.checkpoint_id)
     lengths: dict[str, int] = {}
-    item_rows: tuple[list[str], list[int], list[str]] = ([], [], [])
+    items: tuple[list[str], list[int], list[str]] = ([], [], [])
     trims: tuple[list[str], list[int]] = ([], [])
     for name in LIST_FIELDS:
         old = previous.lists.get(name, [])
         new = _as_list(name, getattr(checkpoint, name), old)
         start = _first_difference(new, old)
         for offset, item in enumerate(new[start:]):
-            item_rows[0].append(name)
-            item_rows[1].append(start + offset)
-            item_rows[2].append(dumps(item))
+            items[0].append(name)
+            items[1].append(start + offset)
+            items[2].append(dumps(item))
         if len(old) > len(new):
             trims[0].append(name)
             trims[1].append(len(new))
         out.lists[name] = new
         lengths[name] = len(new)
-    part_rows: tuple[list[str], list[str], list[str]] = ([], [], [])
+    parts: tuple[list[str], list[str], list[str]] = ([], [], [])
     references: dict[str, dict[str, list[Any]]] = {}
     for name in PART_FIELDS:
         encoded: dict[str, list[Any]] = {}
@@ -180,27 +172,25 @@ async def write_checkpoint(
             if len(text) <= _INLINE_LIMIT:
                 encoded[key] = ["i", value]
                 continue
-            part_rows[0].append(name)
-            part_rows[1].append(key)
-            part_rows[2].append(text)
+            parts[0].append(name)
+            parts[1].append(key)
+            parts[2].append(text)
             encoded[key] = ["r"]
             out.parts[slot] = value
         references[name] = encoded
     head = checkpoint.model_dump(mode="json", exclude={*LIST_FIELDS, *PART_FIELDS})
     head["parts"] = references
-    await conn.execute(
-        _WRITE,
-        run_id,
-        ordinal,
-        checkpoint.checkpoint_id,
-        checkpoint.created_at,
-        dumps(head),
-        dumps(lengths),
-        *item_rows,
-        *trims,
-        *part_rows,
+    rows = CheckpointRows(
+        ordinal=ordinal,
+        checkpoint_id=checkpoint.checkpoint_id,
+        created_at=checkpoint.created_at,
+        head=dumps(head),
+        lengths=dumps(lengths),
+        items=items,
+        trims=trims,
+        parts=parts,
     )
-    return out
+    return rows, out
 
 
 async def read_latest(conn: Any, run_id: str) -> Checkpoint | None:

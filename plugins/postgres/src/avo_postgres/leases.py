@@ -8,12 +8,14 @@ The API is the kernel's (:mod:`avo.storage.leases`)::
     lease = await store.renew_lease(lease, ttl)
     await store.release_lease(lease)
 
-``avo_leases`` holds one row per run: owner, token, expiry. Every acquisition
-bumps the token. Each write transaction locks the run row first and then reads
-the lease row, and ``acquire_lease`` locks the run row before changing the
-lease, so a write and an acquisition of one run are strictly ordered: a write
-either commits before the new token exists or sees it and is refused. The
-database's clock is the only clock, so hosts with skewed clocks agree.
+A run's lease lives on its ``avo_runs`` row (owner, token, expiry), so every
+write's compare-and-set checks it atomically with the sequence (see
+:mod:`avo_postgres.writes`): a write either commits before a takeover or is
+refused after it. A lease taken before the run exists waits in ``avo_leases``
+and moves onto the run row when ``create_run`` inserts it; both steps hold a
+per-run advisory lock, so neither can miss the other. Every acquisition bumps
+the token. The database's clock is the only clock, so hosts with skewed
+clocks agree.
 """
 
 from __future__ import annotations
@@ -24,13 +26,23 @@ from avo.events import AgentEvent
 from avo.exceptions import LeaseError
 from avo.models import Checkpoint, RunRecord
 from avo.storage.leases import Lease
+from avo_postgres.writes import lease_refusal
 
 if TYPE_CHECKING:
     from avo_postgres.store import PostgresEventStore
 
-_READ_LEASE = (
-    "SELECT owner, token, coalesce(expires_at > clock_timestamp(), false) AS live "
-    "FROM avo_leases WHERE run_id = $1"
+# pg_advisory_xact_lock(int4, int4) namespace for per-run lease locks ("avol").
+_LEASE_LOCK_KEY = 0x61766F6C
+
+_RUN_LEASE = (
+    "SELECT lease_owner, lease_token, lease_expires_at, "
+    "coalesce(lease_expires_at > clock_timestamp(), false) AS lease_live "
+    "FROM avo_runs WHERE run_id = $1 FOR UPDATE"
+)
+_PENDING_LEASE = (
+    "SELECT owner AS lease_owner, token AS lease_token, expires_at AS lease_expires_at, "
+    "coalesce(expires_at > clock_timestamp(), false) AS lease_live "
+    "FROM avo_leases WHERE run_id = $1 FOR UPDATE"
 )
 
 
@@ -41,49 +53,60 @@ def check_ttl(ttl: float) -> float:
     return float(ttl)
 
 
-async def check_write(conn: Any, run_id: str, token: int | None) -> None:
-    """Refuse a write to ``run_id`` the lease rules forbid (caller holds the run row lock).
+async def lock_run_leases(conn: Any, run_id: str) -> None:
+    """Serialise lease changes and run creation for ``run_id`` (until the transaction ends)."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEASE_LOCK_KEY, run_id)
 
-    With a token: it must be the run's newest. Without one: nobody may hold a
-    live lease on the run.
+
+async def adopt_pending_lease(conn: Any, run_id: str, token: int | None) -> None:
+    """In create_run's transaction: move a lease taken before the run existed onto its row.
+
+    Refuses (LeaseError) a creator that may not write under that lease.
     """
-    row = await conn.fetchrow(_READ_LEASE, run_id)
-    if token is not None:
-        if row is None or row["token"] != token:
-            newest = 0 if row is None else row["token"]
-            holder = "nobody" if row is None or row["owner"] is None else repr(row["owner"])
+    pending = await conn.fetchrow(_PENDING_LEASE, run_id)
+    if pending is None:
+        if token is not None:
             raise LeaseError(
-                f"lease token {token} of run {run_id} is stale: the run's newest token is "
-                f"{newest} (held by {holder}); nothing was written. Stop driving this run",
+                f"lease token {token} of run {run_id} is stale: the run has no lease; "
+                "nothing was written",
                 run_id=run_id,
             )
         return
-    if row is not None and row["live"]:
-        raise LeaseError(
-            f"run {run_id} is leased by {row['owner']!r} (token {row['token']}); this write "
-            "holds no lease, so nothing was written. Write through store.fenced(lease) "
-            "after acquire_lease(), or wait for the lease to be released",
-            run_id=run_id,
-        )
+    refusal = lease_refusal(run_id, pending, token)
+    if refusal is not None:
+        raise refusal
+    await conn.execute(
+        "UPDATE avo_runs SET lease_owner = $2, lease_token = $3, lease_expires_at = $4 "
+        "WHERE run_id = $1",
+        run_id,
+        pending["lease_owner"],
+        pending["lease_token"],
+        pending["lease_expires_at"],
+    )
+    await conn.execute("DELETE FROM avo_leases WHERE run_id = $1", run_id)
 
 
 async def acquire(conn: Any, run_id: str, owner: str, ttl: float) -> Lease:
     """Take the lease in the caller's transaction; LeaseError while another owner holds it."""
-    await conn.execute("SELECT 1 FROM avo_runs WHERE run_id = $1 FOR UPDATE", run_id)
-    await conn.execute(
-        "INSERT INTO avo_leases (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING", run_id
-    )
-    row = await conn.fetchrow(_READ_LEASE + " FOR UPDATE", run_id)
-    if row["live"] and row["owner"] != owner:
+    await lock_run_leases(conn, run_id)
+    row = await conn.fetchrow(_RUN_LEASE, run_id)
+    table, key, prefix = "avo_runs", "run_id", "lease_"
+    if row is None:  # the run does not exist yet: the lease waits in avo_leases
+        await conn.execute(
+            "INSERT INTO avo_leases (run_id) VALUES ($1) ON CONFLICT (run_id) DO NOTHING", run_id
+        )
+        row = await conn.fetchrow(_PENDING_LEASE, run_id)
+        table, prefix = "avo_leases", ""
+    if row["lease_live"] and row["lease_owner"] != owner:
         raise LeaseError(
-            f"run {run_id} is leased by {row['owner']!r} (token {row['token']}) until its "
-            "lease expires or is released; try again later",
+            f"run {run_id} is leased by {row['lease_owner']!r} (token {row['lease_token']}) "
+            "until its lease expires or is released; try again later",
             run_id=run_id,
         )
     granted = await conn.fetchrow(
-        "UPDATE avo_leases SET owner = $2, token = token + 1, "
-        "expires_at = clock_timestamp() + make_interval(secs => $3) WHERE run_id = $1 "
-        "RETURNING token, expires_at",
+        f"UPDATE {table} SET {prefix}owner = $2, {prefix}token = {prefix}token + 1, "
+        f"{prefix}expires_at = clock_timestamp() + make_interval(secs => $3) "
+        f"WHERE {key} = $1 RETURNING {prefix}token AS token, {prefix}expires_at AS expires_at",
         run_id,
         owner,
         ttl,
@@ -95,12 +118,22 @@ async def acquire(conn: Any, run_id: str, owner: str, ttl: float) -> Lease:
 
 async def renew(conn: Any, lease: Lease, ttl: float) -> Lease:
     """Extend ``lease``; LeaseError if it was fenced off."""
-    await conn.execute("SELECT 1 FROM avo_runs WHERE run_id = $1 FOR UPDATE", lease.run_id)
-    await check_write(conn, lease.run_id, lease.token)
+    await lock_run_leases(conn, lease.run_id)
+    row = await conn.fetchrow(_RUN_LEASE, lease.run_id)
+    table, prefix = "avo_runs", "lease_"
+    if row is None:
+        row = await conn.fetchrow(_PENDING_LEASE, lease.run_id)
+        table, prefix = "avo_leases", ""
+    if row is None or row["lease_token"] != lease.token:
+        refusal = lease_refusal(lease.run_id, row, lease.token) if row is not None else None
+        raise refusal or LeaseError(
+            f"lease token {lease.token} of run {lease.run_id} is stale: the run has no lease",
+            run_id=lease.run_id,
+        )
     expires_at = await conn.fetchval(
-        "UPDATE avo_leases SET owner = $2, "
-        "expires_at = clock_timestamp() + make_interval(secs => $3) WHERE run_id = $1 "
-        "RETURNING expires_at",
+        f"UPDATE {table} SET {prefix}owner = $2, "
+        f"{prefix}expires_at = clock_timestamp() + make_interval(secs => $3) "
+        f"WHERE run_id = $1 RETURNING {prefix}expires_at",
         lease.run_id,
         lease.owner,
         ttl,
@@ -110,6 +143,12 @@ async def renew(conn: Any, lease: Lease, ttl: float) -> Lease:
 
 async def release(conn: Any, lease: Lease) -> None:
     """Give the lease up; a token already fenced off has nothing to release."""
+    await conn.execute(
+        "UPDATE avo_runs SET lease_owner = NULL, lease_expires_at = NULL "
+        "WHERE run_id = $1 AND lease_token = $2",
+        lease.run_id,
+        lease.token,
+    )
     await conn.execute(
         "UPDATE avo_leases SET owner = NULL, expires_at = NULL WHERE run_id = $1 AND token = $2",
         lease.run_id,

@@ -35,7 +35,11 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             model_responded   boolean NOT NULL DEFAULT false,
             last_sequence     bigint NOT NULL DEFAULT 0,
             checkpoint_ordinal bigint NOT NULL DEFAULT 0,
-            checkpoint_id     text
+            checkpoint_id     text,
+            -- one writer per run: the lease and its fencing token (avo_postgres.leases)
+            lease_owner       text,
+            lease_token       bigint NOT NULL DEFAULT 0,
+            lease_expires_at  timestamptz
         );
         CREATE INDEX avo_runs_newest ON avo_runs (created_at DESC, insert_order DESC);
 
@@ -73,8 +77,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             PRIMARY KEY (run_id, field, key)
         );
 
-        -- One writer per run: the lease and its fencing token. No foreign key:
-        -- a lease may be taken before the run is created.
+        -- Leases taken before their run exists; create_run moves one onto the
+        -- run row. No foreign key, for that reason.
         CREATE TABLE avo_leases (
             run_id     text PRIMARY KEY,
             owner      text,

@@ -1,21 +1,21 @@
 """PostgresEventStore: the §11.1 EventStore on PostgreSQL, shared by many processes.
 
-Every write is one transaction that first locks the run's row
-(``SELECT ... FOR UPDATE``). Under that lock the store reads the run's log
-summary (the ``RunLogState`` columns on the row), checks the §6 invariants with
-:func:`avo.events.validate_event_append` against the database's current state,
-checks the writer's lease, assigns the next sequence number, inserts the event
-(``PRIMARY KEY (run_id, sequence)`` backs the no-duplicate guarantee) and
-updates the summary. Writers to one run therefore queue on the row lock and see
-each other's events; writers to different runs never wait for each other.
-Each append costs O(1) however long the run is.
+Every write is one SQL statement: a compare-and-set on the run's row (the run
+must still end at the sequence the writer validated against, and the writer's
+lease must be current) that also inserts the events, the run record and the
+checkpoint rows, all or nothing. The writer validates the §6 invariants with
+:func:`avo.events.validate_event_append` against the run's log summary as of
+that sequence; when another writer got there first, the store reloads the
+summary from the database and validates again. So invariants hold against the
+database's current state, per-run sequences are gapless and unique, and an
+uncontended append costs one round trip (see :mod:`avo_postgres.writes`).
 
 One writer per run: :meth:`PostgresEventStore.acquire_lease` grants a lease
 with a fencing token (a per-run counter that only grows) and
 :meth:`PostgresEventStore.fenced` gives a view whose writes carry it; a write
 whose token is not the run's newest is refused with
-:class:`avo.exceptions.LeaseError` inside the same transaction and writes
-nothing (see :mod:`avo_postgres.leases`).
+:class:`avo.exceptions.LeaseError` and writes nothing (see
+:mod:`avo_postgres.leases`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -36,17 +39,18 @@ from avo.events import (
     RunLogState,
     validate_event_append,
 )
-from avo.exceptions import EventInvariantError, LeaseError, RunNotFoundError, StorageError
+from avo.exceptions import EventInvariantError, LeaseError, StorageError
 from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
 from avo_postgres import leases
 from avo_postgres.checkpoints import (
     CachedLists,
+    CheckpointRows,
     dumps,
     load_previous,
+    plan_checkpoint,
     read_latest,
-    write_checkpoint,
 )
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -57,32 +61,21 @@ from avo_postgres.connection import (
 )
 from avo_postgres.leases import FencedPostgresStore
 from avo_postgres.schema import migrate
+from avo_postgres.writes import Head, build_write, learn_tool_call, load_head
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_TOOL_RESULT_TYPES = (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
 
-_LOCK_RUN = (
-    "SELECT log_created, log_terminal, log_state, model_responded, last_sequence, "
-    "checkpoint_ordinal, checkpoint_id FROM avo_runs WHERE run_id = $1 FOR UPDATE"
-)
+_MAX_ATTEMPTS = 100  # compare-and-set retries before a write gives up
+_HEAD_CACHE_SIZE = 4096  # runs whose head one store instance remembers
 
 
-class _Writer:
-    """What one locked write transaction knows about its run."""
+@dataclass
+class _Staged:
+    """A validated write, ready to be sent as one statement."""
 
-    def __init__(self, run_id: str, row: Any) -> None:
-        self.run_id = run_id
-        self.log = RunLogState(
-            run_id=run_id,
-            created=row["log_created"],
-            terminal=row["log_terminal"],
-            state=RunState(row["log_state"]),
-            model_responded=row["model_responded"],
-            last_sequence=row["last_sequence"],
-        )
-        self.checkpoint_ordinal: int = row["checkpoint_ordinal"]
-        self.checkpoint_id: str | None = row["checkpoint_id"]
-        self.pending: list[AgentEvent] = []
+    events: list[AgentEvent] = field(default_factory=list)
+    checkpoint: CheckpointRows | None = None
+    cache: CachedLists | None = None
 
 
 class PostgresEventStore:
@@ -120,6 +113,10 @@ class PostgresEventStore:
         self._opening = asyncio.Lock()
         self._closed = False
         self._checkpoint_cache: dict[str, CachedLists] = {}
+        self._heads: OrderedDict[str, Head] = OrderedDict()
+        self._run_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     def __repr__(self) -> str:
         return f"PostgresEventStore({redact_dsn(self._dsn)!r})"
@@ -246,6 +243,7 @@ class PostgresEventStore:
             await conn.execute("DELETE FROM avo_runs WHERE run_id = $1", run_id)
             await conn.execute("DELETE FROM avo_leases WHERE run_id = $1", run_id)
         self._checkpoint_cache.pop(run_id, None)
+        self._heads.pop(run_id, None)
         return True
 
     # The implementations; ``token`` is the fencing token of a fenced() view.
@@ -253,36 +251,47 @@ class PostgresEventStore:
         self, run: RunRecord, event: AgentEvent, *, token: int | None
     ) -> RunRecord:
         _same_run(run, event)
-        validate_event_append(RunLogState(run_id=run.run_id), event)
+        log = RunLogState(run_id=run.run_id)
+        validate_event_append(log, event)
+        stored = event.model_copy(update={"sequence": 1})
+        log.apply(stored)
         async with self._transaction(f"creating run {run.run_id}") as conn:
+            await leases.lock_run_leases(conn, run.run_id)
             inserted = await conn.fetchval(
-                "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record) "
-                "VALUES ($1, $2, $3, $4, $5::json) ON CONFLICT (run_id) DO NOTHING "
-                "RETURNING true",
+                "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record, "
+                "log_created, log_state, last_sequence) "
+                "VALUES ($1, $2, $3, $4, $5::json, true, $6, 1) "
+                "ON CONFLICT (run_id) DO NOTHING RETURNING true",
                 run.run_id,
                 run.state.value,
                 run.created_at,
                 run.updated_at,
                 run.model_dump_json(),
+                log.state.value,
             )
             if not inserted:
                 raise StorageError(
                     f"run {run.run_id} already exists; a run is created once, with a fresh id"
                 )
-            writer = await self._lock(conn, run.run_id, token)
-            await self._insert_event(conn, writer, event)
-            await self._save_summary(conn, writer, run=None)
+            await leases.adopt_pending_lease(conn, run.run_id, token)
+            await conn.execute(
+                "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
+                "payload, parent_event_id) VALUES ($1, 1, $2, $3, $4, $5::json, $6)",
+                run.run_id,
+                stored.event_id,
+                stored.event_type.value,
+                stored.created_at,
+                dumps(stored.payload),
+                stored.parent_event_id,
+            )
+        self._remember(Head(log=log, complete=True))
         return run
 
     async def _append(
         self, event: AgentEvent, run: RunRecord | None, *, token: int | None
     ) -> AgentEvent:
-        run_id = event.run_id
-        async with self._transaction(f"appending an event to run {run_id}") as conn:
-            writer = await self._lock(conn, run_id, token)
-            stored = await self._insert_event(conn, writer, event)
-            await self._save_summary(conn, writer, run=run)
-        return stored
+        staged = await self._write(event.run_id, [event], run, None, token, "appending an event")
+        return staged.events[0]
 
     async def _append_and_update(
         self, event: AgentEvent, run: RunRecord, *, token: int | None
@@ -306,12 +315,10 @@ class PostgresEventStore:
                 f"{terminal_event.event_type.value}",
                 run_id=run.run_id,
             )
-        async with self._transaction(f"finalizing run {run.run_id}") as conn:
-            writer = await self._lock(conn, run.run_id, token)
-            first = await self._insert_event(conn, writer, state_event)
-            second = await self._insert_event(conn, writer, terminal_event)
-            await self._save_summary(conn, writer, run=run)
-        return first, second
+        staged = await self._write(
+            run.run_id, [state_event, terminal_event], run, None, token, "finalizing the run"
+        )
+        return staged.events[0], staged.events[1]
 
     async def _save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent, *, token: int | None
@@ -321,115 +328,104 @@ class PostgresEventStore:
                 f"checkpoint is for run {checkpoint.run_id} but its event is for run "
                 f"{event.run_id}; pass the CHECKPOINT_CREATED event of the same run"
             )
-        run_id = checkpoint.run_id
-        async with self._transaction(f"saving a checkpoint of run {run_id}") as conn:
-            writer = await self._lock(conn, run_id, token)
-            stored_event = await self._insert_event(conn, writer, event)
-            previous = self._checkpoint_cache.get(run_id)
-            if previous is None or (previous.ordinal, previous.checkpoint_id) != (
-                writer.checkpoint_ordinal,
-                writer.checkpoint_id,
-            ):  # another writer checkpointed since (or the cache is cold): read them back
-                previous = await load_previous(conn, run_id, writer.checkpoint_ordinal)
-            writer.checkpoint_ordinal += 1
-            writer.checkpoint_id = checkpoint.checkpoint_id
-            cached = await write_checkpoint(conn, checkpoint, writer.checkpoint_ordinal, previous)
-            await self._save_summary(conn, writer, run=None)
-        self._checkpoint_cache[run_id] = cached
-        return checkpoint, stored_event
+        staged = await self._write(
+            event.run_id, [event], None, checkpoint, token, "saving a checkpoint"
+        )
+        if staged.cache is not None:
+            self._checkpoint_cache[event.run_id] = staged.cache
+        return checkpoint, staged.events[0]
 
     async def _update_run(self, run: RunRecord, *, token: int | None) -> RunRecord:
-        async with self._transaction(f"updating run {run.run_id}") as conn:
-            writer = await self._lock(conn, run.run_id, token)
-            await self._save_summary(conn, writer, run=run)
+        await self._write(run.run_id, [], run, None, token, "updating the run record")
         return run
 
-    async def _lock(self, conn: Any, run_id: str, token: int | None) -> _Writer:
-        """Lock the run row, check the writer's lease, and load the log summary."""
-        row = await conn.fetchrow(_LOCK_RUN, run_id)
-        if row is None:
-            raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
-        await leases.check_write(conn, run_id, token)
-        return _Writer(run_id, row)
+    def _remember(self, head: Head) -> None:
+        heads = self._heads
+        heads[head.log.run_id] = head
+        heads.move_to_end(head.log.run_id)
+        while len(heads) > _HEAD_CACHE_SIZE:
+            evicted, _ = heads.popitem(last=False)
+            self._checkpoint_cache.pop(evicted, None)
 
-    async def _insert_event(self, conn: Any, writer: _Writer, event: AgentEvent) -> AgentEvent:
-        """Validate ``event`` against the locked log and stage it with the next sequence.
-
-        Staged events are written by :meth:`_save_summary`, in the same statement
-        as the summary update (one round trip for the common single append).
-        """
-        log = writer.log
-        if event.event_type in _TOOL_RESULT_TYPES:
-            await self._load_tool_call(conn, writer, event)
-        validate_event_append(log, event)
-        stored = event.model_copy(update={"sequence": log.last_sequence + 1})
-        log.apply(stored)
-        writer.pending.append(stored)
-        return stored
-
-    async def _load_tool_call(self, conn: Any, writer: _Writer, event: AgentEvent) -> None:
-        """Tell the summary whether this event's tool call started / has a result."""
-        call_id = event.payload.get("tool_call_id")
-        if not isinstance(call_id, str):
-            return
-        kinds = await conn.fetch(
-            "SELECT event_type FROM avo_events WHERE run_id = $1 "
-            "AND payload ->> 'tool_call_id' = $2 "
-            "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed')",
-            writer.run_id,
-            call_id,
+    async def _write(
+        self,
+        run_id: str,
+        events: list[AgentEvent],
+        run: RunRecord | None,
+        checkpoint: Checkpoint | None,
+        token: int | None,
+        action: str,
+    ) -> _Staged:
+        """Validate and write, retrying on a lost compare-and-set (see avo_postgres.writes)."""
+        if run is not None and run.run_id != run_id:
+            raise StorageError(f"run record {run.run_id} does not match run {run_id}")
+        # Writers of one run in this instance take turns (they would only make each
+        # other's compare-and-set fail); the lock lives while someone holds it.
+        lock = self._run_locks.get(run_id)
+        if lock is None:
+            lock = self._run_locks[run_id] = asyncio.Lock()
+        async with lock, self._connection(f"{action} of run {run_id}") as conn:
+            for _ in range(_MAX_ATTEMPTS):
+                head = self._heads.pop(run_id, None)
+                cached = head is not None
+                if head is None:
+                    head = await load_head(conn, run_id, token)
+                head.freeze()
+                try:
+                    staged = await self._stage(conn, head, events, checkpoint)
+                except EventInvariantError:
+                    if cached:  # maybe only stale: validate against the database
+                        continue
+                    raise
+                sql, args = build_write(
+                    head,
+                    token,
+                    staged.events,
+                    run,
+                    staged.checkpoint,
+                    check_sequence=bool(events),
+                )
+                if await conn.fetchval(sql, *args):
+                    if head.log.terminal:
+                        self._checkpoint_cache.pop(run_id, None)
+                    else:
+                        self._remember(head)
+                    return staged
+                # Lost the compare-and-set: another writer appended, or the lease
+                # forbids this write; the next round reloads and tells which.
+        raise StorageError(
+            f"gave up {action} of run {run_id} after {_MAX_ATTEMPTS} attempts: other writers "
+            "kept appending first; drive each run from one worker (acquire_lease)"
         )
-        for row in kinds:
-            if row["event_type"] == EventType.TOOL_STARTED.value:
-                writer.log.started_tool_calls.add(call_id)
-            else:
-                writer.log.finished_tool_calls.add(call_id)
 
-    async def _save_summary(self, conn: Any, writer: _Writer, *, run: RunRecord | None) -> None:
-        """Write the staged events, the log summary and (when given) the run record."""
-        log = writer.log
-        args: list[Any] = [
-            writer.run_id,
-            log.created,
-            log.terminal,
-            log.state.value,
-            log.model_responded,
-            log.last_sequence,
-            writer.checkpoint_ordinal,
-            writer.checkpoint_id,
-        ]
-        sets = (
-            "log_created = $2, log_terminal = $3, log_state = $4, model_responded = $5, "
-            "last_sequence = $6, checkpoint_ordinal = $7, checkpoint_id = $8"
-        )
-        if run is not None:
-            if run.run_id != writer.run_id:
-                raise StorageError(f"run record {run.run_id} does not match run {writer.run_id}")
-            n = len(args)
-            sets += f", state = ${n + 1}, updated_at = ${n + 2}, record = ${n + 3}::json"
-            args += [run.state.value, run.updated_at, run.model_dump_json()]
-        prefix = ""
-        if writer.pending:
-            n = len(args)
-            prefix = (
-                "WITH staged AS (INSERT INTO avo_events (run_id, sequence, event_id, event_type, "
-                "created_at, payload, parent_event_id) SELECT $1, e.seq, e.id, e.kind, e.at, "
-                "e.payload::json, e.parent FROM unnest("
-                f"${n + 1}::bigint[], ${n + 2}::text[], ${n + 3}::text[], "
-                f"${n + 4}::timestamptz[], ${n + 5}::text[], ${n + 6}::text[]"
-                ") AS e(seq, id, kind, at, payload, parent)) "
+    async def _stage(
+        self, conn: Any, head: Head, events: list[AgentEvent], checkpoint: Checkpoint | None
+    ) -> _Staged:
+        """Validate ``events`` against ``head`` (applying them to it) and plan the checkpoint."""
+        staged = _Staged()
+        log = head.log
+        for event in events:
+            await learn_tool_call(conn, head, event)
+            validate_event_append(log, event)
+            stored = event.model_copy(update={"sequence": log.last_sequence + 1})
+            log.apply(stored)
+            if stored.event_type is EventType.TOOL_STARTED:
+                head.known.add(str(stored.payload["tool_call_id"]))
+            staged.events.append(stored)
+        if checkpoint is not None:
+            run_id = log.run_id
+            previous = self._checkpoint_cache.get(run_id)
+            if previous is None or (previous.ordinal, previous.checkpoint_id) != (
+                head.checkpoint_ordinal,
+                head.checkpoint_id,
+            ):  # another writer checkpointed since (or the cache is cold): read them back
+                previous = await load_previous(conn, run_id, head.checkpoint_ordinal)
+            head.checkpoint_ordinal += 1
+            head.checkpoint_id = checkpoint.checkpoint_id
+            staged.checkpoint, staged.cache = plan_checkpoint(
+                checkpoint, head.checkpoint_ordinal, previous
             )
-            events = writer.pending
-            args += [
-                [e.sequence for e in events],
-                [e.event_id for e in events],
-                [e.event_type.value for e in events],
-                [e.created_at for e in events],
-                [dumps(e.payload) for e in events],
-                [e.parent_event_id for e in events],
-            ]
-            writer.pending = []
-        await conn.execute(f"{prefix}UPDATE avo_runs SET {sets} WHERE run_id = $1", *args)
+        return staged
 
     # ------------------------------------------------------------ leases
     async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:

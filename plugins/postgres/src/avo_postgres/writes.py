@@ -1,0 +1,223 @@
+"""One write = one SQL statement: a compare-and-set on the run row, then the rows it guards.
+
+A store instance keeps, per run it writes, the run's *head*: the §6 log summary
+(:class:`avo.events.RunLogState`) and checkpoint position as of the run's
+``last_sequence``. A write validates its events against that head with
+:func:`avo.events.validate_event_append`, then sends one statement::
+
+    WITH upd AS (UPDATE avo_runs SET <new summary> WHERE run_id = $run
+                   AND last_sequence = <head's>          -- nobody appended since
+                   AND <the writer's lease is current>   -- fencing token / no live lease
+                 RETURNING run_id),
+         ev  AS (INSERT INTO avo_events ... FROM upd, unnest(<events>)),
+         ... checkpoint head, items and parts, also FROM upd ...
+    SELECT count(*) FROM upd
+
+PostgreSQL re-checks the ``WHERE`` against the newest row version after any
+concurrent writer commits, so either the run still ends at the head's
+sequence and everything is written atomically with the next sequences, or
+nothing is written at all. On a miss the store reloads the head from the
+database (diagnosing a lease refusal), re-validates and tries again. So the
+invariants are enforced against the database's current state, sequences are
+gapless and unique (``PRIMARY KEY (run_id, sequence)`` backs that up), and an
+uncontended append costs one round trip.
+
+Tool-result checks (§6 rule 4) need to know whether that call started and
+already has a result. A head built by ``create_run`` in this instance knows
+every call; a head loaded from the database looks the one call up through a
+partial index. Both are as of the head's sequence, which the compare-and-set
+confirms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from avo.events import AgentEvent, EventType, RunLogState
+from avo.exceptions import LeaseError, RunNotFoundError
+from avo.models import RunRecord
+from avo.state import RunState
+from avo_postgres.checkpoints import CheckpointRows, dumps
+
+HEAD_SQL = (
+    "SELECT log_created, log_terminal, log_state, model_responded, last_sequence, "
+    "checkpoint_ordinal, checkpoint_id, lease_owner, lease_token, "
+    "coalesce(lease_expires_at > clock_timestamp(), false) AS lease_live "
+    "FROM avo_runs WHERE run_id = $1"
+)
+
+_TOOL_CALL_SQL = (
+    "SELECT event_type FROM avo_events WHERE run_id = $1 AND payload ->> 'tool_call_id' = $2 "
+    "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed')"
+)
+
+
+@dataclass
+class Head:
+    """What a store instance knows about a run as of ``log.last_sequence``."""
+
+    log: RunLogState
+    checkpoint_ordinal: int = 0
+    checkpoint_id: str | None = None
+    complete: bool = False  # True: the tool-call sets hold every call of the run
+    known: set[str] = field(default_factory=set)  # calls whose status was looked up
+    expected: int = 0  # the sequence the run must still end at for the write to apply
+
+    def freeze(self) -> None:
+        """Base the coming write on the head's current sequence."""
+        self.expected = self.log.last_sequence
+
+
+def lease_refusal(run_id: str, row: Any, token: int | None) -> LeaseError | None:
+    """The LeaseError a writer holding ``token`` (None: no lease) gets on this run row."""
+    if token is not None:
+        if row["lease_token"] != token:
+            holder = "nobody" if row["lease_owner"] is None else repr(row["lease_owner"])
+            return LeaseError(
+                f"lease token {token} of run {run_id} is stale: the run's newest token is "
+                f"{row['lease_token']} (held by {holder}); nothing was written. Stop driving "
+                "this run",
+                run_id=run_id,
+            )
+        return None
+    if row["lease_live"]:
+        return LeaseError(
+            f"run {run_id} is leased by {row['lease_owner']!r} (token {row['lease_token']}); "
+            "this write holds no lease, so nothing was written. Write through "
+            "store.fenced(lease) after acquire_lease(), or wait for the lease to be released",
+            run_id=run_id,
+        )
+    return None
+
+
+async def load_head(conn: Any, run_id: str, token: int | None) -> Head:
+    """Read the run's head from the database; RunNotFoundError / LeaseError when refused."""
+    row = await conn.fetchrow(HEAD_SQL, run_id)
+    if row is None:
+        raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
+    refusal = lease_refusal(run_id, row, token)
+    if refusal is not None:
+        raise refusal
+    log = RunLogState(
+        run_id=run_id,
+        created=row["log_created"],
+        terminal=row["log_terminal"],
+        state=RunState(row["log_state"]),
+        model_responded=row["model_responded"],
+        last_sequence=row["last_sequence"],
+    )
+    return Head(
+        log=log, checkpoint_ordinal=row["checkpoint_ordinal"], checkpoint_id=row["checkpoint_id"]
+    )
+
+
+async def learn_tool_call(conn: Any, head: Head, event: AgentEvent) -> None:
+    """Make sure the head knows whether ``event``'s tool call started / has a result."""
+    if head.complete or event.event_type not in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+        return
+    call_id = event.payload.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id in head.known:
+        return
+    for row in await conn.fetch(_TOOL_CALL_SQL, head.log.run_id, call_id):
+        if row["event_type"] == EventType.TOOL_STARTED.value:
+            head.log.started_tool_calls.add(call_id)
+        else:
+            head.log.finished_tool_calls.add(call_id)
+    head.known.add(call_id)
+
+
+class _Params:
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+
+    def __call__(self, value: Any) -> str:
+        self.args.append(value)
+        return f"${len(self.args)}"
+
+
+def build_write(
+    head: Head,
+    token: int | None,
+    events: list[AgentEvent],
+    run: RunRecord | None,
+    checkpoint: CheckpointRows | None,
+    *,
+    check_sequence: bool = True,
+) -> tuple[str, list[Any]]:
+    """The one statement that writes ``events`` (+ run record, + checkpoint) after ``head``.
+
+    ``head`` already has the events applied; ``head.expected`` is the sequence
+    the run must still end at. A bare record update (``check_sequence=False``,
+    no events) writes only the record, guarded only by the lease.
+    """
+    p = _Params()
+    log = head.log
+    run_id = p(log.run_id)
+    sets: list[str] = []
+    if check_sequence:  # the summary moves with the events (a bare record update keeps it)
+        sets += [
+            f"log_created = {p(log.created)}",
+            f"log_terminal = {p(log.terminal)}",
+            f"log_state = {p(log.state.value)}",
+            f"model_responded = {p(log.model_responded)}",
+            f"last_sequence = {p(log.last_sequence)}",
+            f"checkpoint_ordinal = {p(head.checkpoint_ordinal)}",
+            f"checkpoint_id = {p(head.checkpoint_id)}",
+        ]
+    if run is not None:
+        sets += [
+            f"state = {p(run.state.value)}",
+            f"updated_at = {p(run.updated_at)}",
+            f"record = {p(run.model_dump_json())}::json",
+        ]
+    tok = p(token)
+    where = [
+        f"run_id = {run_id}",
+        f"(CASE WHEN {tok}::bigint IS NULL THEN coalesce(lease_expires_at <= "
+        f"clock_timestamp(), true) ELSE lease_token = {tok}::bigint END)",
+    ]
+    if check_sequence:
+        where.append(f"last_sequence = {p(head.expected)}")
+    ctes = [
+        f"upd AS (UPDATE avo_runs SET {', '.join(sets)} WHERE {' AND '.join(where)} "
+        "RETURNING run_id)"
+    ]
+    if events:
+        ctes.append(
+            "ev AS (INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
+            "payload, parent_event_id) SELECT upd.run_id, e.seq, e.id, e.kind, e.at, "
+            "e.payload::json, e.parent FROM upd, unnest("
+            f"{p([e.sequence for e in events])}::bigint[], "
+            f"{p([e.event_id for e in events])}::text[], "
+            f"{p([e.event_type.value for e in events])}::text[], "
+            f"{p([e.created_at for e in events])}::timestamptz[], "
+            f"{p([dumps(e.payload) for e in events])}::text[], "
+            f"{p([e.parent_event_id for e in events])}::text[]"
+            ") AS e(seq, id, kind, at, payload, parent))"
+        )
+    if checkpoint is not None:
+        ctes += _checkpoint_ctes(p, checkpoint)
+    return f"WITH {', '.join(ctes)} SELECT count(*) FROM upd", p.args
+
+
+def _checkpoint_ctes(p: _Params, rows: CheckpointRows) -> list[str]:
+    fields, positions, values = rows.items
+    trim_fields, trim_from = rows.trims
+    part_fields, part_keys, part_values = rows.parts
+    return [
+        "ck_items AS (INSERT INTO avo_checkpoint_items (run_id, field, position, value) "
+        "SELECT upd.run_id, u.f, u.p, u.v::json FROM upd, unnest("
+        f"{p(fields)}::text[], {p(positions)}::int[], {p(values)}::text[]) AS u(f, p, v) "
+        "ON CONFLICT (run_id, field, position) DO UPDATE SET value = EXCLUDED.value)",
+        "ck_trims AS (DELETE FROM avo_checkpoint_items AS i USING upd, unnest("
+        f"{p(trim_fields)}::text[], {p(trim_from)}::int[]) AS t(f, p) "
+        "WHERE i.run_id = upd.run_id AND i.field = t.f AND i.position >= t.p)",
+        "ck_parts AS (INSERT INTO avo_checkpoint_parts (run_id, field, key, value) "
+        "SELECT upd.run_id, u.f, u.k, u.v::json FROM upd, unnest("
+        f"{p(part_fields)}::text[], {p(part_keys)}::text[], {p(part_values)}::text[]) "
+        "AS u(f, k, v) ON CONFLICT (run_id, field, key) DO UPDATE SET value = EXCLUDED.value)",
+        "ck_head AS (INSERT INTO avo_checkpoints (run_id, ordinal, checkpoint_id, created_at, "
+        f"head, lengths) SELECT upd.run_id, {p(rows.ordinal)}, {p(rows.checkpoint_id)}, "
+        f"{p(rows.created_at)}, {p(rows.head)}::json, {p(rows.lengths)}::json FROM upd)",
+    ]
