@@ -96,7 +96,7 @@ def test_list_newest_first_and_empty(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [line.split()[0] for line in lines[1:]] == [second, first]
     assert "second task" in lines[1] and "completed" in lines[1]
     empty = tmp_path / "empty.db"
-    avo_sqlite.SQLiteEventStore(empty)  # creates the file
+    asyncio.run(avo_sqlite.SQLiteEventStore(empty).close())  # creates the file
     code, out, _ = _avo(capsys, "-d", str(empty), "runs", "list")
     assert (code, out.strip()) == (0, f"no runs in {empty}")
 

@@ -135,3 +135,28 @@ def test_sliding_window_shift_detection() -> None:
     assert _shift([1, 2, 3], [2, 9, 3]) is None
     assert _shift([1, 2, 3], []) is None
     assert _shift([], [7]) == 0
+
+
+async def test_a_runtime_drives_a_leased_run_only_through_its_lease(tmp_path: Path) -> None:
+    import pytest
+
+    from avo.exceptions import LeaseError
+
+    async with SQLiteEventStore(tmp_path / "avo.db") as store:
+        run_id = "leased-run"
+        lease = await store.acquire_lease(run_id, "worker-a", 30)
+        intruder = AgentRuntime(
+            provider=FakeProvider([ModelResponse(content="no")]), event_store=store
+        )
+        with pytest.raises(LeaseError, match="worker-a"):
+            await intruder.run("task", run_id=run_id)
+        assert await store.get_events(run_id) == []
+        holder = AgentRuntime(
+            provider=FakeProvider([ModelResponse(content="yes")]), event_store=store.fenced(lease)
+        )
+        result = await holder.run("task", run_id=run_id)
+        assert result.status.value == "completed" and result.output == "yes"
+        with pytest.raises(LeaseError):
+            await store.acquire_lease(run_id, "worker-b", 30)
+        await store.release_lease(lease)
+        assert (await store.acquire_lease(run_id, "worker-b", 30)).token == lease.token + 1
