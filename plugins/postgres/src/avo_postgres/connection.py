@@ -94,6 +94,17 @@ def _connect_failure(address: ServerAddress, exc: BaseException, timeout: float)
     return StorageError(f"cannot connect to PostgreSQL at {address}: {reason}; {check}")
 
 
+async def _keep_session(conn: Any) -> None:
+    """Pool reset hook: nothing to undo.
+
+    asyncpg already rolls back an open transaction before calling this. The
+    store sets no session variables (the schema is a startup setting), takes
+    only transaction-scoped advisory locks and never LISTENs, so the default
+    reset (RESET ALL, UNLISTEN *, ... : one more round trip per use) is skipped.
+    """
+    return None
+
+
 async def open_pool(
     dsn: str,
     address: ServerAddress,
@@ -122,6 +133,7 @@ async def open_pool(
                 timeout=connect_timeout,
                 command_timeout=command_timeout,
                 server_settings=server_settings,
+                reset=_keep_session,
             ),
             # The pool opens min_size connections; allow each its own timeout.
             timeout=connect_timeout * max(1, min_size) + 1,
