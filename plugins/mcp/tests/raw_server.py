@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-TOOLS = ["garbage", "crash", "hang", "boom", "echo", "spawn_then_crash"]
+TOOLS = ["garbage", "crash", "hang", "deaf", "boom", "echo", "spawn_then_crash"]
 
 
 def send(message: dict) -> None:
@@ -33,7 +33,9 @@ def call(request_id: object, name: str, arguments: dict) -> None:
         sys.stderr.write("crash tool: exiting now\n")
         sys.stderr.flush()
         os._exit(3)
-    elif name == "hang":
+    elif name in ("hang", "deaf"):
+        # hang: never answers; deaf: never answers nor reads stdin again, so the
+        # client's writes fill the pipe.
         while True:
             time.sleep(1)
     elif name == "boom":

@@ -231,3 +231,17 @@ async def test_server_requests_are_answered_and_grandchildren_are_ended(tmp_path
             await asyncio.sleep(0.1)
         assert _gone(grandchild)
     assert_reaped(server.pid)
+
+
+async def test_server_that_stops_reading_stdin_cannot_block_writes(assert_reaped):
+    server = MCPServer(
+        command=[sys.executable, str(TESTS_DIR / "raw_server.py")], timeout_seconds=1.0
+    )
+    async with MCPClient(server) as client:
+        tools = {tool.metadata.name: tool for tool in client.tools()}
+        with pytest.raises(MCPError, match="did not answer tools/call within 1 seconds"):
+            await tools["deaf"].invoke({})
+        # 4 MB of arguments cannot fit in the pipe the server no longer reads
+        with pytest.raises(MCPError, match="did not answer tools/call within 1 seconds"):
+            await tools["echo"].invoke({"blob": "x" * (4 * 1024 * 1024)})
+    assert_reaped(server.pid)

@@ -38,6 +38,7 @@ _STOP_GRACE_SECONDS = 0.5
 _TERMINATE_WAIT_SECONDS = 2.0
 _POSIX = os.name == "posix"
 _EXIT_POLL_SECONDS = 0.1
+_NOTIFY_TIMEOUT_SECONDS = 2.0
 
 
 class MCPServer(MCPSession):
@@ -170,8 +171,11 @@ class MCPServer(MCPSession):
         if params is not None:
             message["params"] = params
         try:
-            await self._write(message)
-            return await asyncio.wait_for(future, wait_seconds)
+            # The write is bounded too: a server that stops reading its stdin
+            # fills the pipe, and drain() would otherwise wait forever.
+            async with asyncio.timeout(wait_seconds):
+                await self._write(message)
+                return await future
         except TimeoutError:
             await self._cancel_remote(request_id, "timed out")
             raise MCPError(
@@ -190,10 +194,11 @@ class MCPServer(MCPSession):
         await self._write(message)
 
     async def _cancel_remote(self, request_id: int, reason: str) -> None:
-        with contextlib.suppress(MCPError):
-            await self._notify(
-                "notifications/cancelled", {"requestId": request_id, "reason": reason}
-            )
+        with contextlib.suppress(MCPError, TimeoutError):
+            async with asyncio.timeout(_NOTIFY_TIMEOUT_SECONDS):
+                await self._notify(
+                    "notifications/cancelled", {"requestId": request_id, "reason": reason}
+                )
 
     async def _write(self, message: JsonDict) -> None:
         process = self._process
@@ -309,8 +314,9 @@ class MCPServer(MCPSession):
             reply = result_response(request_id, {"roots": []})
         else:
             reply = error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
-        with contextlib.suppress(MCPError):
-            await self._write(reply)
+        with contextlib.suppress(MCPError, TimeoutError):
+            async with asyncio.timeout(_NOTIFY_TIMEOUT_SECONDS):
+                await self._write(reply)
 
     async def _drain_stderr(self) -> None:
         process = self._process
