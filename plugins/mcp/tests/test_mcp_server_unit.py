@@ -167,6 +167,21 @@ async def test_serve_loop_cancellation_parse_errors_and_eof() -> None:
     inbox.put("not json at all\n")
     parse_error = await next_reply()
     assert parse_error["error"]["code"] == -32700 and parse_error["id"] is None
+    inbox.put(json.dumps({"jsonrpc": "2.0", "id": [1], "method": "ping"}) + "\n")
+    bad_id = await next_reply()
+    assert bad_id["error"]["code"] == -32600 and bad_id["id"] is None
+    inbox.put(json.dumps({"jsonrpc": "2.0", "id": 9}) + "\n")  # no method, no result
+    assert (await next_reply())["error"]["code"] == -32600
+    inbox.put(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": {"x": 1}},
+            }
+        )
+        + "\n"
+    )  # ignored
     inbox.put(json.dumps(_req(2, "tools/call", {"name": "slow"})) + "\n")
     inbox.put(json.dumps(_req(3, "ping")) + "\n")  # answered while slow runs
     assert (await next_reply())["id"] == 3

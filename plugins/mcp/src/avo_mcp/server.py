@@ -118,12 +118,15 @@ class AvoMcpServer:
         method = message.get("method")
         if "id" not in message:
             if method == "notifications/cancelled":
-                params = message.get("params") or {}
-                task = self._in_flight.get(params.get("requestId"))
+                params = message.get("params")
+                request_id = params.get("requestId") if isinstance(params, dict) else None
+                task = self._in_flight.get(request_id) if _valid_id(request_id) else None
                 if task is not None:
                     task.cancel()
             return None
         request_id = message["id"]
+        if not _valid_id(request_id):
+            return error_response(None, INVALID_REQUEST, "request id must be a string or number")
         if not isinstance(method, str):
             if "result" in message or "error" in message:
                 return None  # a response to a request we never send
@@ -290,11 +293,17 @@ class AvoMcpServer:
             except FramingError as exc:
                 write(error_response(None, PARSE_ERROR, str(exc)))
                 continue
-            if "id" in message and isinstance(message.get("method"), str):
+            if (
+                "id" in message
+                and _valid_id(message["id"])
+                and isinstance(message.get("method"), str)
+            ):
                 task = asyncio.create_task(answer(message))
                 self._in_flight[message["id"]] = task
             else:
-                await self.handle(message)
+                reply = await self.handle(message)
+                if reply is not None:
+                    write(reply)
         if self._in_flight:
             await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
 
@@ -319,6 +328,11 @@ class AvoMcpServer:
     ) -> None:
         """Alias of :meth:`serve_stdio` (``asyncio.run`` wrapper)."""
         self.serve_stdio(read_fn=read_fn, write_fn=write_fn)
+
+
+def _valid_id(value: Any) -> bool:
+    """JSON-RPC ids are strings or numbers (null is only for unknowable ids)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 class _InvalidParams(Exception):
