@@ -104,7 +104,9 @@ async def resolve_run_id(store: Any, text: str) -> str:
     """``text`` if it is a run id, else the one run whose id starts with it."""
     if await store.get_run(text) is not None:
         return text
-    matches = [run.run_id for run in await store.list_runs() if run.run_id.startswith(text)]
+    matches: list[str] = [
+        run.run_id for run in await store.list_runs() if run.run_id.startswith(text)
+    ]
     if len(matches) == 1:
         return matches[0]
     if not matches:

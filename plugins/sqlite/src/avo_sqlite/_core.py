@@ -19,7 +19,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from avo.events import (
 )
 from avo.exceptions import (
     EventInvariantError,
-    LeaseError,
     RunNotFoundError,
     StorageError,
 )
@@ -51,6 +49,7 @@ from avo_sqlite._codec import (
     row_key,
     to_us,
 )
+from avo_sqlite._leases import LeaseOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -73,7 +72,7 @@ BARRIER_EVENTS: frozenset[EventType] = frozenset(
 or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
 
 
-class SQLiteCore:
+class SQLiteCore(LeaseOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
     Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
@@ -230,38 +229,6 @@ class SQLiteCore:
 
     def _read(self, action: str) -> Any:
         return _ReadGuard(self.path, action)
-
-    def _check_lease(self, run_id: str, lease: Lease | None) -> None:
-        key = (run_id, None if lease is None else lease.token)
-        if key in self._leases_checked:
-            return
-        self._check_lease_row(run_id, lease)
-        self._leases_checked.add(key)
-
-    def _check_lease_row(self, run_id: str, lease: Lease | None) -> None:
-        row = self.conn.execute(
-            "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        if lease is None:
-            if row is not None and row[0] is not None and row[2] > time.time():
-                raise LeaseError(
-                    f"run {run_id} is leased to {row[0]!r} (token {row[1]}); "
-                    "write through store.fenced(lease) or wait for the lease to expire",
-                    run_id=run_id,
-                )
-            return
-        if lease.run_id != run_id:
-            raise LeaseError(
-                f"lease for run {lease.run_id} cannot write to run {run_id}", run_id=run_id
-            )
-        if row is None or row[1] != lease.token or row[0] != lease.owner:
-            holder = "nobody" if row is None or row[0] is None else repr(row[0])
-            current = "none" if row is None else row[1]
-            raise LeaseError(
-                f"run {run_id}: the lease of {lease.owner!r} (token {lease.token}) was fenced off; "
-                f"the current token is {current}, held by {holder}",
-                run_id=run_id,
-            )
 
     def _key(self, run_id: str, *, refresh: bool = False) -> int | None:
         """The run's integer key (AUTOINCREMENT: never reused, so safe to cache)."""
@@ -459,47 +426,6 @@ class SQLiteCore:
         self._keys.pop(run_id, None)
         return True
 
-    # ------------------------------------------------------------------ leases
-    def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
-        if ttl <= 0:
-            raise LeaseError(f"lease ttl must be positive seconds, got {ttl!r}", run_id=run_id)
-        with self._write(run_id, "acquiring a lease", barrier=True) as conn:
-            now = time.time()
-            row = conn.execute(
-                "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            if row is not None and row[0] is not None and row[0] != owner and row[2] > now:
-                raise LeaseError(
-                    f"run {run_id} is already leased to {row[0]!r} (token {row[1]}) for another "
-                    f"{row[2] - now:.1f} s",
-                    run_id=run_id,
-                )
-            token = 1 if row is None else int(row[1]) + 1
-            conn.execute(
-                "INSERT INTO leases (run_id, owner, token, expires_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner,"
-                " token = excluded.token, expires_at = excluded.expires_at",
-                (run_id, owner, token, now + ttl),
-            )
-        return Lease(run_id, owner, token, datetime.fromtimestamp(now + ttl, UTC))
-
-    def renew_lease(self, lease: Lease, ttl: float) -> Lease:
-        with self._write(lease.run_id, "renewing a lease", barrier=True) as conn:
-            self._check_lease(lease.run_id, lease)
-            expires = time.time() + ttl
-            conn.execute(
-                "UPDATE leases SET expires_at = ? WHERE run_id = ?", (expires, lease.run_id)
-            )
-        return Lease(lease.run_id, lease.owner, lease.token, datetime.fromtimestamp(expires, UTC))
-
-    def release_lease(self, lease: Lease) -> None:
-        with self._write(lease.run_id, "releasing a lease", barrier=True) as conn:
-            conn.execute(
-                "UPDATE leases SET owner = NULL, expires_at = 0"
-                " WHERE run_id = ? AND token = ? AND owner = ?",
-                (lease.run_id, lease.token, lease.owner),
-            )
-
     # ------------------------------------------------------------------ reads
     def _events(self, run_id: str, key: int | None) -> list[AgentEvent]:
         if key is None:
@@ -588,7 +514,6 @@ class _ReadGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if isinstance(exc, sqlite3.Error):
             raise StorageError(f"SQLite error while {self.action} in {self.path}: {exc}") from exc
-        return False
