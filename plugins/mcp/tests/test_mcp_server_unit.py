@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import sys
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from avo.exceptions import MCPError
 from avo.models import ToolRisk
 from avo.tools import FunctionTool, ToolRegistry
-from avo_mcp import AvoMcpServer
+from avo_mcp import AvoMcpServer, MCPClient, MCPServer
 from avo_mcp.resources import RESOURCE_LIMIT
 from avo_mcp.server import CAPABILITIES
 
@@ -243,3 +245,32 @@ async def test_serve_stops_when_the_client_is_gone() -> None:
 
     await asyncio.wait_for(server.serve(read, broken), 10)
     assert len(reads) <= 2  # stopped after the failed write instead of reading on
+
+
+async def test_stray_stdout_writes_do_not_reach_the_wire(assert_reaped) -> None:
+    script = (
+        "import subprocess\n"
+        "from pydantic import BaseModel\n"
+        "from avo.tools import FunctionTool, ToolRegistry\n"
+        "from avo_mcp import serve_stdio\n"
+        "class A(BaseModel):\n"
+        "    pass\n"
+        "def noisy(_):\n"
+        "    print('print() noise')\n"
+        "    subprocess.run(['echo', 'child process noise'], check=True)\n"
+        "    return 'quiet result'\n"
+        "print('banner before serving')\n"
+        "serve_stdio(ToolRegistry([FunctionTool(name='noisy', description='Prints.',\n"
+        "    arguments_model=A, function=noisy)]))\n"
+    )
+    server = MCPServer(command=[sys.executable, "-c", script])
+    with pytest.raises(MCPError, match=r"wrote invalid output on stdout.*banner before serving"):
+        await server.start()  # a banner before serve_stdio is the program's own bug...
+    assert_reaped(server.pid)
+    quiet = MCPServer(command=[sys.executable, "-c", script.replace("print('banner", "('banner")])
+    async with MCPClient(quiet) as client:
+        (tool,) = client.tools()
+        assert (await tool.invoke({}))["text"] == "quiet result"  # ...noise while serving is not
+        assert "print() noise" in quiet.stderr_tail
+        assert "child process noise" in quiet.stderr_tail
+    assert_reaped(quiet.pid)
