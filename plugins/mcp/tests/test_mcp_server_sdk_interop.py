@@ -11,6 +11,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
+from avo.exceptions import MCPError as AvoMCPError
+
 
 def _avo_command() -> tuple[str, list[str]]:
     avo = shutil.which("avo")
@@ -100,3 +102,42 @@ async def test_sdk_high_level_client_auto_mode_falls_back_to_handshake(workspace
         result = await client.call_tool("read_file", {"path": "src/app.py"})
         assert result.is_error is False
         assert "def greet" in result.content[0].text
+
+
+async def test_serve_mcp_serves_chosen_tool_plugins(workspace: Path, assert_reaped) -> None:
+    from avo_mcp import MCPClient, MCPServer
+
+    command, args = _avo_command()
+    server = MCPServer(
+        command=[
+            command,
+            *args,
+            "serve-mcp",
+            "--workspace-root",
+            str(workspace),
+            "--tool",
+            "glob",
+            "--tool",
+            "read_file",
+        ]
+    )
+    async with MCPClient(server) as client:
+        assert [tool.metadata.name for tool in client.tools()] == ["glob", "read_file"]
+        found = await client.tools()[0].invoke({"pattern": "**/*.py"})
+        assert "src/app.py" in found["text"]
+    assert_reaped(server.pid)
+    missing = MCPServer(
+        command=[
+            command,
+            *args,
+            "serve-mcp",
+            "--workspace-root",
+            str(workspace),
+            "--tool",
+            "no_such_tool",
+        ]
+    )
+    with pytest.raises(AvoMCPError, match="exited with code 2"):
+        await missing.start()
+    assert any("no_such_tool" in line for line in missing.stderr_tail)
+    assert_reaped(missing.pid)

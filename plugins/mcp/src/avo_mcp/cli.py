@@ -30,6 +30,29 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="workspace the file tools and avo://workspace/ resources are bound to "
         "(default: the current directory)",
     )
+    parser.add_argument(
+        "--tool",
+        action="append",
+        dest="tools",
+        default=None,
+        metavar="NAME",
+        help="serve this tool plugin (repeatable; see `avo plugin list`) instead of the "
+        "default read_file, write_file, edit_file, glob, grep, git_status",
+    )
+
+
+def _registry_from_plugins(names: list[str], manager: Any) -> Any:
+    """A registry of the named ``avo.tools`` plugins, built with default settings."""
+    from avo.tools import ToolRegistry
+
+    tools: list[Any] = []
+    for name in names:
+        spec = manager.get("tool", name)
+        model = getattr(spec, "settings_model", None)
+        settings = model().model_dump() if model is not None else {}
+        made = spec.factory(settings)
+        tools.extend(made if isinstance(made, list | tuple) else [made])
+    return ToolRegistry(tools)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -42,8 +65,17 @@ def run_serve(args: argparse.Namespace) -> int:
         raise McpCliError(f"--workspace-root {root} is not a directory; pass an existing directory")
     from avo_mcp import __version__
 
+    if args.tools:
+        manager = getattr(args, "avo_plugins", None)
+        if manager is None:
+            from avo.plugins.manager import PluginManager
+
+            manager = PluginManager(environ=getattr(args, "avo_environ", None))
+        registry = _registry_from_plugins(args.tools, manager)
+    else:
+        registry = build_default_registry()
     server = AvoMcpServer(
-        build_default_registry(),
+        registry,
         server_version=__version__,
         workspace_root=root,
         environ=getattr(args, "avo_environ", None),
