@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from avo.events import AgentEvent
 from avo.exceptions import StorageError
@@ -21,6 +21,7 @@ from avo_sqlite._core import SQLiteCore, WouldBlock
 from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
+_BLOCKED = object()
 
 
 def _location_to_path(location: str | Path) -> Path:
@@ -82,10 +83,11 @@ class SQLiteEventStore:
             raise StorageError(f"the SQLite store {self.path} is closed")
         core = self._core
         if core.lock.acquire(blocking=False):
+            result: Any = _BLOCKED
             try:
                 core.inline = True
                 try:
-                    return fn(*args)
+                    result = fn(*args)
                 except WouldBlock:
                     pass
                 finally:
@@ -94,6 +96,10 @@ class SQLiteEventStore:
                         self._worker.wake()
             finally:
                 core.lock.release()
+            if result is not _BLOCKED:
+                # Let other tasks (other runs) take a turn, as a real I/O wait would.
+                await asyncio.sleep(0)
+                return cast(T, result)
         return await asyncio.wrap_future(self._worker.submit(fn, *args))
 
     # ------------------------------------------------------------------ protocol
