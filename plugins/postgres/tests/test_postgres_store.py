@@ -17,7 +17,8 @@ from avo.models import ModelResponse, ToolCall
 from avo.plugins import StoreSpec
 from avo.providers.fake import FakeProvider
 from avo.runtime import AgentRuntime
-from avo.testing.stores import checkpoint, checkpointed, start_run
+from avo.state import RunState
+from avo.testing.stores import checkpoint, checkpointed, moved, start_run
 from avo_postgres import SCHEMA_VERSION, PostgresEventStore
 from avo_postgres.plugin import store_from_settings
 
@@ -373,3 +374,45 @@ async def test_concurrent_first_use_opens_one_pool(pg_schema: tuple[str, str]) -
         await store.close()
     with pytest.raises(StorageError, match="is closed"):
         await store.get_run(run_id)
+
+
+# ------------------------------------------------------------------ leases beyond the suite
+async def test_lease_taken_before_the_run_exists(pg_schema: tuple[str, str]) -> None:
+    from avo.exceptions import LeaseError
+    from avo.testing.stores import created, run_record
+
+    dsn, schema = pg_schema
+    async with PostgresEventStore(dsn, schema=schema) as store:
+        lease = await store.acquire_lease("future-run", "worker-a", 30)
+        with pytest.raises(LeaseError, match="leased by 'worker-a'"):
+            await store.acquire_lease("future-run", "worker-b", 30)
+        with pytest.raises(LeaseError):  # an unleased creator may not take the run
+            await store.create_run(run_record("future-run"), created("future-run"))
+        assert await store.get_run("future-run") is None
+        writer = store.fenced(lease)
+        await writer.create_run(run_record("future-run"), created("future-run"))
+        renewed = await store.renew_lease(lease, 60)  # the lease moved onto the run
+        assert renewed.token == lease.token
+        newer = await store.acquire_lease("future-run", "worker-a", 30)  # same owner again
+        assert newer.token == lease.token + 1
+        with pytest.raises(LeaseError, match="stale"):
+            await writer.append_event(moved("future-run", RunState.CREATED, RunState.MODEL_PENDING))
+        assert len(await store.get_events("future-run")) == 1
+
+
+async def test_released_lease_writes_no_more(pg_schema: tuple[str, str]) -> None:
+    from avo.exceptions import LeaseError
+
+    dsn, schema = pg_schema
+    async with PostgresEventStore(dsn, schema=schema) as store:
+        run_id = await start_run(store)
+        lease = await store.acquire_lease(run_id, "worker-a", 30)
+        writer = store.fenced(lease)
+        await store.release_lease(lease)
+        with pytest.raises(LeaseError, match="released"):
+            await writer.append_event(moved(run_id, RunState.DECISION_RECEIVED, RunState.PAUSED))
+        with pytest.raises(LeaseError, match="released"):
+            await store.renew_lease(lease, 30)
+        # Unleased writes work again, and another owner can take the run at once.
+        await store.append_event(moved(run_id, RunState.DECISION_RECEIVED, RunState.PAUSED))
+        assert (await store.acquire_lease(run_id, "worker-b", 30)).token == lease.token + 1

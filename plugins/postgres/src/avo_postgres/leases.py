@@ -58,21 +58,21 @@ async def lock_run_leases(conn: Any, run_id: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LEASE_LOCK_KEY, run_id)
 
 
-async def adopt_pending_lease(conn: Any, run_id: str, token: int | None) -> None:
+async def adopt_pending_lease(conn: Any, run_id: str, lease: Lease | None) -> None:
     """In create_run's transaction: move a lease taken before the run existed onto its row.
 
     Refuses (LeaseError) a creator that may not write under that lease.
     """
     pending = await conn.fetchrow(_PENDING_LEASE, run_id)
     if pending is None:
-        if token is not None:
+        if lease is not None:
             raise LeaseError(
-                f"lease token {token} of run {run_id} is stale: the run has no lease; "
+                f"lease token {lease.token} of run {run_id} is stale: the run has no lease; "
                 "nothing was written",
                 run_id=run_id,
             )
         return
-    refusal = lease_refusal(run_id, pending, token)
+    refusal = lease_refusal(run_id, pending, lease)
     if refusal is not None:
         raise refusal
     await conn.execute(
@@ -124,12 +124,16 @@ async def renew(conn: Any, lease: Lease, ttl: float) -> Lease:
     if row is None:
         row = await conn.fetchrow(_PENDING_LEASE, lease.run_id)
         table, prefix = "avo_leases", ""
-    if row is None or row["lease_token"] != lease.token:
-        refusal = lease_refusal(lease.run_id, row, lease.token) if row is not None else None
-        raise refusal or LeaseError(
+    refusal = (
+        lease_refusal(lease.run_id, row, lease)
+        if row is not None
+        else LeaseError(
             f"lease token {lease.token} of run {lease.run_id} is stale: the run has no lease",
             run_id=lease.run_id,
         )
+    )
+    if refusal is not None:
+        raise refusal
     expires_at = await conn.fetchval(
         f"UPDATE {table} SET {prefix}owner = $2, "
         f"{prefix}expires_at = clock_timestamp() + make_interval(secs => $3) "
@@ -171,47 +175,47 @@ class FencedPostgresStore:
     def __repr__(self) -> str:
         return f"{self._store!r}.fenced(token={self.lease.token}, owner={self.lease.owner!r})"
 
-    def _token(self, run_id: str) -> int:
+    def _lease(self, run_id: str) -> Lease:
         if run_id != self.lease.run_id:
             raise LeaseError(
                 f"this writer holds the lease of run {self.lease.run_id}, not of run {run_id}; "
                 "acquire that run's lease",
                 run_id=run_id,
             )
-        return self.lease.token
+        return self.lease
 
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
         """create_run under the lease."""
-        return await self._store._create_run(run, event, token=self._token(run.run_id))
+        return await self._store._create_run(run, event, lease=self._lease(run.run_id))
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
         """append_event under the lease."""
-        return await self._store._append(event, None, token=self._token(event.run_id))
+        return await self._store._append(event, None, lease=self._lease(event.run_id))
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
         """append_event_and_update_run under the lease."""
-        token = self._token(event.run_id)
-        return await self._store._append_and_update(event, run, token=token)
+        lease = self._lease(event.run_id)
+        return await self._store._append_and_update(event, run, lease=lease)
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
     ) -> tuple[Checkpoint, AgentEvent]:
         """save_checkpoint under the lease."""
-        token = self._token(checkpoint.run_id)
-        return await self._store._save_checkpoint(checkpoint, event, token=token)
+        lease = self._lease(checkpoint.run_id)
+        return await self._store._save_checkpoint(checkpoint, event, lease=lease)
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
         """finalize_run under the lease."""
-        token = self._token(run.run_id)
-        return await self._store._finalize(run, state_event, terminal_event, token=token)
+        lease = self._lease(run.run_id)
+        return await self._store._finalize(run, state_event, terminal_event, lease=lease)
 
     async def update_run(self, run: RunRecord) -> RunRecord:
         """update_run under the lease."""
-        return await self._store._update_run(run, token=self._token(run.run_id))
+        return await self._store._update_run(run, lease=self._lease(run.run_id))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """As the store's."""

@@ -192,23 +192,23 @@ class PostgresEventStore:
     # ------------------------------------------------------------ write paths
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
         """Insert the run and its RUN_CREATED event (sequence 1) in one transaction."""
-        return await self._create_run(run, event, token=None)
+        return await self._create_run(run, event, lease=None)
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
         """Append one event; the store assigns its sequence."""
-        return await self._append(event, None, token=None)
+        return await self._append(event, None, lease=None)
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
         """Append ``event`` and store ``run`` atomically."""
-        return await self._append_and_update(event, run, token=None)
+        return await self._append_and_update(event, run, lease=None)
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
     ) -> tuple[Checkpoint, AgentEvent]:
         """Append the CHECKPOINT_CREATED event and store the checkpoint (a delta), atomically."""
-        return await self._save_checkpoint(checkpoint, event, token=None)
+        return await self._save_checkpoint(checkpoint, event, lease=None)
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
@@ -218,11 +218,11 @@ class PostgresEventStore:
         Of two writers racing to finalize one run exactly one wins; the other
         gets EventInvariantError (nothing may follow a terminal event).
         """
-        return await self._finalize(run, state_event, terminal_event, token=None)
+        return await self._finalize(run, state_event, terminal_event, lease=None)
 
     async def update_run(self, run: RunRecord) -> RunRecord:
         """Store ``run``'s record; RunNotFoundError when it does not exist."""
-        return await self._update_run(run, token=None)
+        return await self._update_run(run, lease=None)
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete a finished run with its events, checkpoints and lease, in one transaction.
@@ -246,9 +246,9 @@ class PostgresEventStore:
         self._heads.pop(run_id, None)
         return True
 
-    # The implementations; ``token`` is the fencing token of a fenced() view.
+    # The implementations; ``lease`` is the lease of a fenced() view (None: unfenced).
     async def _create_run(
-        self, run: RunRecord, event: AgentEvent, *, token: int | None
+        self, run: RunRecord, event: AgentEvent, *, lease: Lease | None
     ) -> RunRecord:
         _same_run(run, event)
         log = RunLogState(run_id=run.run_id)
@@ -273,7 +273,7 @@ class PostgresEventStore:
                 raise StorageError(
                     f"run {run.run_id} already exists; a run is created once, with a fresh id"
                 )
-            await leases.adopt_pending_lease(conn, run.run_id, token)
+            await leases.adopt_pending_lease(conn, run.run_id, lease)
             await conn.execute(
                 "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
                 "payload, parent_event_id) VALUES ($1, 1, $2, $3, $4, $5::json, $6)",
@@ -288,16 +288,16 @@ class PostgresEventStore:
         return run
 
     async def _append(
-        self, event: AgentEvent, run: RunRecord | None, *, token: int | None
+        self, event: AgentEvent, run: RunRecord | None, *, lease: Lease | None
     ) -> AgentEvent:
-        staged = await self._write(event.run_id, [event], run, None, token, "appending an event")
+        staged = await self._write(event.run_id, [event], run, None, lease, "appending an event")
         return staged.events[0]
 
     async def _append_and_update(
-        self, event: AgentEvent, run: RunRecord, *, token: int | None
+        self, event: AgentEvent, run: RunRecord, *, lease: Lease | None
     ) -> tuple[AgentEvent, RunRecord]:
         _same_run(run, event)
-        return await self._append(event, run, token=token), run
+        return await self._append(event, run, lease=lease), run
 
     async def _finalize(
         self,
@@ -305,7 +305,7 @@ class PostgresEventStore:
         state_event: AgentEvent,
         terminal_event: AgentEvent,
         *,
-        token: int | None,
+        lease: Lease | None,
     ) -> tuple[AgentEvent, AgentEvent]:
         _same_run(run, state_event)
         _same_run(run, terminal_event)
@@ -316,12 +316,12 @@ class PostgresEventStore:
                 run_id=run.run_id,
             )
         staged = await self._write(
-            run.run_id, [state_event, terminal_event], run, None, token, "finalizing the run"
+            run.run_id, [state_event, terminal_event], run, None, lease, "finalizing the run"
         )
         return staged.events[0], staged.events[1]
 
     async def _save_checkpoint(
-        self, checkpoint: Checkpoint, event: AgentEvent, *, token: int | None
+        self, checkpoint: Checkpoint, event: AgentEvent, *, lease: Lease | None
     ) -> tuple[Checkpoint, AgentEvent]:
         if checkpoint.run_id != event.run_id:
             raise StorageError(
@@ -329,14 +329,14 @@ class PostgresEventStore:
                 f"{event.run_id}; pass the CHECKPOINT_CREATED event of the same run"
             )
         staged = await self._write(
-            event.run_id, [event], None, checkpoint, token, "saving a checkpoint"
+            event.run_id, [event], None, checkpoint, lease, "saving a checkpoint"
         )
         if staged.cache is not None:
             self._checkpoint_cache[event.run_id] = staged.cache
         return checkpoint, staged.events[0]
 
-    async def _update_run(self, run: RunRecord, *, token: int | None) -> RunRecord:
-        await self._write(run.run_id, [], run, None, token, "updating the run record")
+    async def _update_run(self, run: RunRecord, *, lease: Lease | None) -> RunRecord:
+        await self._write(run.run_id, [], run, None, lease, "updating the run record")
         return run
 
     def _remember(self, head: Head) -> None:
@@ -353,7 +353,7 @@ class PostgresEventStore:
         events: list[AgentEvent],
         run: RunRecord | None,
         checkpoint: Checkpoint | None,
-        token: int | None,
+        lease: Lease | None,
         action: str,
     ) -> _Staged:
         """Validate and write, retrying on a lost compare-and-set (see avo_postgres.writes)."""
@@ -369,7 +369,7 @@ class PostgresEventStore:
                 head = self._heads.pop(run_id, None)
                 cached = head is not None
                 if head is None:
-                    head = await load_head(conn, run_id, token)
+                    head = await load_head(conn, run_id, lease)
                 head.freeze()
                 try:
                     staged = await self._stage(conn, head, events, checkpoint)
@@ -379,7 +379,7 @@ class PostgresEventStore:
                     raise
                 sql, args = build_write(
                     head,
-                    token,
+                    lease,
                     staged.events,
                     run,
                     staged.checkpoint,

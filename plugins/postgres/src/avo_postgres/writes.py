@@ -38,6 +38,7 @@ from avo.events import AgentEvent, EventType, RunLogState
 from avo.exceptions import LeaseError, RunNotFoundError
 from avo.models import RunRecord
 from avo.state import RunState
+from avo.storage.leases import Lease
 from avo_postgres.checkpoints import CheckpointRows, dumps
 
 HEAD_SQL = (
@@ -69,15 +70,25 @@ class Head:
         self.expected = self.log.last_sequence
 
 
-def lease_refusal(run_id: str, row: Any, token: int | None) -> LeaseError | None:
-    """The LeaseError a writer holding ``token`` (None: no lease) gets on this run row."""
-    if token is not None:
-        if row["lease_token"] != token:
+def lease_refusal(run_id: str, row: Any, lease: Lease | None) -> LeaseError | None:
+    """The LeaseError a writer holding ``lease`` (None: no lease) gets on this run row.
+
+    A lease writes while its token is the run's newest and its owner still
+    holds it (after release_lease it writes no more).
+    """
+    if lease is not None:
+        if row["lease_token"] != lease.token:
             holder = "nobody" if row["lease_owner"] is None else repr(row["lease_owner"])
             return LeaseError(
-                f"lease token {token} of run {run_id} is stale: the run's newest token is "
-                f"{row['lease_token']} (held by {holder}); nothing was written. Stop driving "
-                "this run",
+                f"lease token {lease.token} of run {run_id} is stale: the run's newest token "
+                f"is {row['lease_token']} (held by {holder}); nothing was written. Stop "
+                "driving this run",
+                run_id=run_id,
+            )
+        if row["lease_owner"] != lease.owner:
+            return LeaseError(
+                f"lease token {lease.token} of run {run_id} was released by {lease.owner!r}; "
+                "nothing was written. Acquire the lease again to write",
                 run_id=run_id,
             )
         return None
@@ -91,12 +102,12 @@ def lease_refusal(run_id: str, row: Any, token: int | None) -> LeaseError | None
     return None
 
 
-async def load_head(conn: Any, run_id: str, token: int | None) -> Head:
+async def load_head(conn: Any, run_id: str, lease: Lease | None) -> Head:
     """Read the run's head from the database; RunNotFoundError / LeaseError when refused."""
     row = await conn.fetchrow(HEAD_SQL, run_id)
     if row is None:
         raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
-    refusal = lease_refusal(run_id, row, token)
+    refusal = lease_refusal(run_id, row, lease)
     if refusal is not None:
         raise refusal
     log = RunLogState(
@@ -138,7 +149,7 @@ class _Params:
 
 def build_write(
     head: Head,
-    token: int | None,
+    lease: Lease | None,
     events: list[AgentEvent],
     run: RunRecord | None,
     checkpoint: CheckpointRows | None,
@@ -171,12 +182,11 @@ def build_write(
             f"updated_at = {p(run.updated_at)}",
             f"record = {p(run.model_dump_json())}::json",
         ]
-    tok = p(token)
-    where = [
-        f"run_id = {run_id}",
-        f"(CASE WHEN {tok}::bigint IS NULL THEN coalesce(lease_expires_at <= "
-        f"clock_timestamp(), true) ELSE lease_token = {tok}::bigint END)",
-    ]
+    where = [f"run_id = {run_id}"]
+    if lease is None:  # unfenced: nobody may hold a live lease
+        where.append("coalesce(lease_expires_at <= clock_timestamp(), true)")
+    else:  # fenced: the lease's token is the newest and its owner still holds it
+        where.append(f"lease_token = {p(lease.token)} AND lease_owner = {p(lease.owner)}")
     if check_sequence:
         where.append(f"last_sequence = {p(head.expected)}")
     ctes = [
