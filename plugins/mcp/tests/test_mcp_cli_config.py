@@ -165,3 +165,45 @@ def test_serve_mcp_rejects_a_missing_root(tmp_path: Path, capsys) -> None:
     code, _, err = _avo(capsys, "serve-mcp", "--workspace-root", str(tmp_path / "nope"))
     assert code == 2
     assert "is not a directory" in err
+
+
+def test_http_servers_in_config(tmp_path: Path, capsys) -> None:
+    from avo_mcp import MCPHttpServer
+
+    config = tmp_path / "mcp.json"
+    code, out, err = _avo(
+        capsys,
+        "mcp",
+        "--config",
+        str(config),
+        "add",
+        "web",
+        "--url",
+        "https://mcp.example.test/mcp",
+        "--header",
+        "Authorization=Bearer ${WEB_TOKEN}",
+        "--header",
+        "X-Team=core",
+    )
+    assert code == 0, err
+    assert load_servers(config)["web"] == {
+        "url": "https://mcp.example.test/mcp",
+        "headers": {"Authorization": "Bearer ${WEB_TOKEN}", "X-Team": "core"},
+    }
+    code, out, _ = _avo(capsys, "mcp", "--config", str(config), "list")
+    assert "https://mcp.example.test/mcp" in out
+    assert "Authorization=***" in out and "X-Team=core" in out and "WEB_TOKEN" not in out
+    (server,) = servers_from_config(config, environ={"WEB_TOKEN": "t0k"})
+    assert isinstance(server, MCPHttpServer)
+    assert server.name == "web"
+    assert server.headers["Authorization"] == "Bearer t0k"
+    code, _, err = _avo(
+        capsys, "mcp", "--config", str(config), "add", "both", "--url", "http://x/mcp", "cmd"
+    )
+    assert code == 2 and "either --url or a command" in err
+    code, _, err = _avo(
+        capsys, "mcp", "--config", str(config), "add", "h", "--header", "A=b", "cmd"
+    )
+    assert code == 2 and "--header only applies to --url servers" in err
+    code, _, err = _avo(capsys, "mcp", "--config", str(config), "add", "u", "--url", "ftp://x")
+    assert code == 2 and "--url must be an http(s) URL" in err

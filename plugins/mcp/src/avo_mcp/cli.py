@@ -101,6 +101,16 @@ def configure_mcp(parser: argparse.ArgumentParser) -> None:
     add.add_argument(
         "--env", action="append", default=[], metavar="KEY=VALUE", help="environment for it"
     )
+    add.add_argument(
+        "--url", default=None, help="a streamable HTTP server's endpoint instead of a command"
+    )
+    add.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="HTTP header for a --url server (e.g. Authorization=Bearer ${TOKEN})",
+    )
     add.add_argument("name", help="server name ([A-Za-z0-9_.-]+)")
     add.add_argument(
         "server_command", nargs=argparse.REMAINDER, metavar="command", help="argv to start it"
@@ -111,37 +121,41 @@ def configure_mcp(parser: argparse.ArgumentParser) -> None:
     remove.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
 
-def _split_env_and_command(env: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
-    """Move ``--env K=V`` that argparse left in the trailing argv back into ``env``.
+def _split_options(args: argparse.Namespace) -> tuple[list[str], list[str], str | None, list[str]]:
+    """Move options argparse left in the trailing argv back where they belong.
 
-    argparse cannot interleave ``--env`` options with a variadic trailing command,
-    so ``avo mcp add NAME --env K=V cmd ...`` leaves them at the head of the
-    command; this makes both orders mean the same. ``--`` ends the options.
+    argparse cannot interleave ``--env``/``--header``/``--url`` with a variadic
+    trailing command, so ``avo mcp add NAME --env K=V cmd ...`` leaves them at
+    the head of the command; this makes every order mean the same. ``--`` ends
+    the options.
     """
-    env = list(env)
-    rest = list(rest)
+    env, headers, url = list(args.env), list(args.header), args.url
+    rest = list(args.server_command)
+    lists = {"--env": env, "--header": headers}
     while rest:
         head = rest[0]
+        flag, eq, inline = head.partition("=")
         if head == "--":
             rest.pop(0)
             break
-        if head == "--env" and len(rest) > 1:
-            env.append(rest[1])
-            del rest[:2]
-        elif head.startswith("--env="):
-            env.append(head.split("=", 1)[1])
-            rest.pop(0)
+        if flag in (*lists, "--url") and (eq or len(rest) > 1):
+            value = inline if eq else rest[1]
+            del rest[: 1 if eq else 2]
+            if flag == "--url":
+                url = value
+            else:
+                lists[flag].append(value)
         else:
             break
-    return env, rest
+    return env, headers, url, rest
 
 
-def _parse_env(pairs: list[str]) -> dict[str, str]:
+def _parse_env(pairs: list[str], flag: str = "--env") -> dict[str, str]:
     env: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise McpCliError(f"--env expects KEY=VALUE, got {pair!r}")
+            raise McpCliError(f"{flag} expects KEY=VALUE, got {pair!r}")
         env[key] = value
     return env
 
@@ -162,13 +176,25 @@ def run_mcp(
     servers = load_servers(path)
     if args.mcp_command == "add":
         name = validate_name(args.name)
-        env_pairs, command = _split_env_and_command(args.env, args.server_command)
-        if not command:
+        env_pairs, header_pairs, url, command = _split_options(args)
+        entry: dict[str, Any]
+        if url is not None:
+            if command or env_pairs:
+                raise McpCliError(
+                    f"avo mcp add {name}: give either --url or a command (with --env), not both"
+                )
+            if not url.startswith(("http://", "https://")):
+                raise McpCliError(f"--url must be an http(s) URL, got {url!r}")
+            entry = {"url": url, "headers": _parse_env(header_pairs, "--header")}
+        elif not command:
             raise McpCliError(
                 f"avo mcp add {name}: give the command that starts the server, "
                 "e.g. avo mcp add fs npx -y @modelcontextprotocol/server-filesystem ."
             )
-        entry: dict[str, Any] = {"command": command, "env": _parse_env(env_pairs)}
+        elif header_pairs:
+            raise McpCliError("--header only applies to --url servers")
+        else:
+            entry = {"command": command, "env": _parse_env(env_pairs)}
         replaced = name in servers
         servers[name] = entry
         save_servers(servers, path)
@@ -181,9 +207,14 @@ def run_mcp(
         width = max(len("NAME"), *(len(n) for n in servers))
         print(f"{'NAME':<{width}}  COMMAND", file=out)
         for name, entry in sorted(servers.items()):
-            line = f"{name:<{width}}  {' '.join(entry['command'])}"
-            if entry["env"]:
-                line += f"  [env: {_mask(entry['env'])}]"
+            if "url" in entry:
+                line = f"{name:<{width}}  {entry['url']}"
+                if entry["headers"]:
+                    line += f"  [headers: {_mask(entry['headers'])}]"
+            else:
+                line = f"{name:<{width}}  {' '.join(entry['command'])}"
+                if entry["env"]:
+                    line += f"  [env: {_mask(entry['env'])}]"
             print(line, file=out)
         return 0
     if args.mcp_command == "remove":

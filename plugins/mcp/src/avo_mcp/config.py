@@ -1,7 +1,8 @@
 """``~/.avo/mcp.json``: the MCP servers avo starts (reference §14.1).
 
-The file is a JSON object ``{name: {"command": [...], "env": {...}}}`` — the
-shape of Claude Code's ``.mcp.json`` server entries. ``${VAR}`` references in
+The file is a JSON object ``{name: {"command": [...], "env": {...}}}`` or
+``{name: {"url": "https://.../mcp", "headers": {...}}}`` — the shape of Claude
+Code's ``.mcp.json`` server entries. ``${VAR}`` references in
 the command and env values are expanded from an injectable ``environ`` when a
 server is started, never when it is saved.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from avo.exceptions import AvoError
 from avo_mcp.client import MCPServer
+from avo_mcp.session import MCPSession
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL")
@@ -54,19 +56,32 @@ def validate_name(name: str) -> str:
     return name
 
 
+def _string_map(name: str, entry: dict[str, Any], key: str, path: Path) -> dict[str, str]:
+    value = entry.get(key) or {}
+    if not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+        raise McpCliError(f"{path}: server {name!r} has a {key!r} that is not string to string")
+    return dict(value)
+
+
 def _check_entry(name: str, entry: Any, path: Path) -> ServerEntry:
     if not isinstance(entry, dict):
-        raise McpCliError(f"{path}: server {name!r} must be an object with a 'command' list")
+        raise McpCliError(
+            f"{path}: server {name!r} must be an object with a 'command' list or a 'url'"
+        )
+    url = entry.get("url")
+    if url is not None:  # streamable HTTP
+        if not isinstance(url, str) or not url.startswith(("http://", "https://", "${")):
+            raise McpCliError(f"{path}: server {name!r} has a 'url' that is not http(s)")
+        return {"url": url, "headers": _string_map(name, entry, "headers", path)}
     command = entry.get("command")
     if isinstance(command, str):  # Claude Code style: "command": "npx", "args": [...]
         args = entry.get("args") or []
         command = [command, *args]
     if not (isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
-        raise McpCliError(f"{path}: server {name!r} needs a non-empty 'command' list of strings")
-    env = entry.get("env") or {}
-    if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
-        raise McpCliError(f"{path}: server {name!r} has an 'env' that is not string to string")
-    return {"command": list(command), "env": dict(env)}
+        raise McpCliError(
+            f"{path}: server {name!r} needs a non-empty 'command' list of strings or a 'url'"
+        )
+    return {"command": list(command), "env": _string_map(name, entry, "env", path)}
 
 
 def load_servers(path: Path | str | None = None) -> dict[str, ServerEntry]:
@@ -113,8 +128,15 @@ def expand_vars(text: str, environ: Mapping[str, str]) -> str:
 
 
 def resolve_env(entry: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> ServerEntry:
-    """The entry with ``${VAR}`` expanded in its command and env values."""
+    """The entry with ``${VAR}`` expanded in its command/env (or url/headers) values."""
     env_source = os.environ if environ is None else environ
+    if "url" in entry:
+        return {
+            "url": expand_vars(entry["url"], env_source),
+            "headers": {
+                k: expand_vars(v, env_source) for k, v in (entry.get("headers") or {}).items()
+            },
+        }
     return {
         "command": [expand_vars(part, env_source) for part in entry.get("command", [])],
         "env": {k: expand_vars(v, env_source) for k, v in (entry.get("env") or {}).items()},
@@ -126,14 +148,25 @@ def servers_from_config(
     *,
     environ: Mapping[str, str] | None = None,
     timeout_seconds: float | None = None,
-) -> list[MCPServer]:
-    """An unstarted :class:`MCPServer` per configured entry (what the REPL boots)."""
-    servers = []
+) -> list[MCPSession]:
+    """An unstarted server per configured entry (what the REPL boots).
+
+    ``command`` entries become :class:`MCPServer` (stdio), ``url`` entries
+    :class:`~avo_mcp.http_client.MCPHttpServer` (streamable HTTP).
+    """
+    servers: list[MCPSession] = []
     for name, entry in load_servers(path).items():
         resolved = resolve_env(entry, environ)
         extra: dict[str, Any] = {}
         if timeout_seconds is not None:
             extra["timeout_seconds"] = timeout_seconds
+        if "url" in resolved:
+            from avo_mcp.http_client import MCPHttpServer
+
+            servers.append(
+                MCPHttpServer(url=resolved["url"], headers=resolved["headers"], name=name, **extra)
+            )
+            continue
         servers.append(
             MCPServer(
                 command=resolved["command"],
