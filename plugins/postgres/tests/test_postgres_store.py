@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from avo.exceptions import ConfigError, StorageError
+from avo.exceptions import ConfigError, EventInvariantError, StorageError
 from avo.models import ModelResponse, ToolCall
 from avo.plugins import StoreSpec
 from avo.providers.fake import FakeProvider
@@ -416,3 +416,31 @@ async def test_released_lease_writes_no_more(pg_schema: tuple[str, str]) -> None
         # Unleased writes work again, and another owner can take the run at once.
         await store.append_event(moved(run_id, RunState.DECISION_RECEIVED, RunState.PAUSED))
         assert (await store.acquire_lease(run_id, "worker-b", 30)).token == lease.token + 1
+
+
+async def test_awkward_text_round_trips(pg_schema: tuple[str, str]) -> None:
+    """NUL characters (binary tool output) and lone surrogates are stored and read back."""
+    from avo.events import EventType
+    from avo.testing.stores import event
+
+    dsn, schema = pg_schema
+    async with PostgresEventStore(dsn, schema=schema) as store:
+        run_id = await start_run(store)
+        await store.append_event(
+            event(run_id, EventType.TOOL_STARTED, tool_call_id="c\x001", raw="a\x00b", s="\ud800")
+        )
+        async with PostgresEventStore(dsn, schema=schema) as other:  # checks via the database
+            await other.append_event(
+                event(run_id, EventType.TOOL_COMPLETED, tool_call_id="c\x001", out="\x00")
+            )
+            with pytest.raises(EventInvariantError, match="already has a result"):
+                await other.append_event(
+                    event(run_id, EventType.TOOL_FAILED, tool_call_id="c\x001", error="x")
+                )
+            cp = checkpoint(run_id, messages=[{"role": "tool", "content": "bin\x00ary"}])
+            cp = cp.model_copy(update={"user_state": {"blob": "\x00" * 300}})
+            await other.save_checkpoint(cp, checkpointed(run_id, cp))
+        events = await store.get_events(run_id)
+        assert events[4].payload == {"tool_call_id": "c\x001", "raw": "a\x00b", "s": "\ud800"}
+        assert events[5].payload["out"] == "\x00"
+        assert await store.get_latest_checkpoint(run_id) == cp

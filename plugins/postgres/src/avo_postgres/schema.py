@@ -51,11 +51,13 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             created_at      timestamptz NOT NULL,
             payload         json NOT NULL,
             parent_event_id text,
+            -- payload's tool_call_id for tool events, so invariant 4 looks up one
+            -- call without scanning the log (or parsing payloads server-side)
+            tool_call_id    text,
             PRIMARY KEY (run_id, sequence)
         );
-        -- invariant 4 looks up one tool call's events without scanning the log
-        CREATE INDEX avo_events_tool_call ON avo_events (run_id, (payload ->> 'tool_call_id'))
-            WHERE event_type IN ('tool_started', 'tool_completed', 'tool_failed');
+        CREATE INDEX avo_events_tool_call ON avo_events (run_id, tool_call_id)
+            WHERE tool_call_id IS NOT NULL;
 
         CREATE TABLE avo_checkpoints (
             run_id        text NOT NULL REFERENCES avo_runs (run_id) ON DELETE CASCADE,

@@ -49,9 +49,21 @@ HEAD_SQL = (
 )
 
 _TOOL_CALL_SQL = (
-    "SELECT event_type FROM avo_events WHERE run_id = $1 AND payload ->> 'tool_call_id' = $2 "
+    "SELECT event_type FROM avo_events WHERE run_id = $1 AND tool_call_id = $2 "
     "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed')"
 )
+_TOOL_EVENTS = frozenset({EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
+
+
+def tool_call_key(event: AgentEvent) -> str | None:
+    """The ``tool_call_id`` column of a tool event (None for other events).
+
+    PostgreSQL text cannot hold NUL, so one is stored escaped.
+    """
+    if event.event_type not in _TOOL_EVENTS:
+        return None
+    call_id = event.payload.get("tool_call_id")
+    return call_id.replace("\x00", "\\u0000") if isinstance(call_id, str) else None
 
 
 @dataclass
@@ -130,7 +142,7 @@ async def learn_tool_call(conn: Any, head: Head, event: AgentEvent) -> None:
     call_id = event.payload.get("tool_call_id")
     if not isinstance(call_id, str) or call_id in head.known:
         return
-    for row in await conn.fetch(_TOOL_CALL_SQL, head.log.run_id, call_id):
+    for row in await conn.fetch(_TOOL_CALL_SQL, head.log.run_id, tool_call_key(event)):
         if row["event_type"] == EventType.TOOL_STARTED.value:
             head.log.started_tool_calls.add(call_id)
         else:
@@ -196,15 +208,16 @@ def build_write(
     if events:
         ctes.append(
             "ev AS (INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
-            "payload, parent_event_id) SELECT upd.run_id, e.seq, e.id, e.kind, e.at, "
-            "e.payload::json, e.parent FROM upd, unnest("
+            "payload, parent_event_id, tool_call_id) SELECT upd.run_id, e.seq, e.id, e.kind, "
+            "e.at, e.payload::json, e.parent, e.call FROM upd, unnest("
             f"{p([e.sequence for e in events])}::bigint[], "
             f"{p([e.event_id for e in events])}::text[], "
             f"{p([e.event_type.value for e in events])}::text[], "
             f"{p([e.created_at for e in events])}::timestamptz[], "
             f"{p([dumps(e.payload) for e in events])}::text[], "
-            f"{p([e.parent_event_id for e in events])}::text[]"
-            ") AS e(seq, id, kind, at, payload, parent))"
+            f"{p([e.parent_event_id for e in events])}::text[], "
+            f"{p([tool_call_key(e) for e in events])}::text[]"
+            ") AS e(seq, id, kind, at, payload, parent, call))"
         )
     if checkpoint is not None:
         ctes += _checkpoint_ctes(p, checkpoint)
