@@ -55,12 +55,7 @@ async def _one(n: int, *, trace_memory: bool = False) -> dict[str, float]:
     runtime = AgentRuntime(
         provider=FakeProvider(_script(n), record_requests=False),
         tools=[tool],
-        policy=LoopPolicy(
-            max_steps=n + 5,
-            max_runtime_seconds=None,
-            repeated_action_limit=n + 5,
-            no_progress_window=n + 5,
-        ),
+        policy=LoopPolicy(max_steps=n + 5, max_runtime_seconds=None),
         event_store=store,
     )
     gc.collect()

@@ -11,7 +11,7 @@ from pydantic import JsonValue
 from avo.events import RunLogState
 from avo.models import ModelResponse, RunRecord, ToolCall
 from avo.policies import LoopPolicy
-from avo.progress import ProgressDetector
+from avo.progress import ProgressDetector, history_limit_for
 from avo.state import RunState
 
 
@@ -37,6 +37,10 @@ class _RunContext:
     def __post_init__(self) -> None:
         if not self.policy_json:
             self.policy_json = self.policy.model_dump(mode="json")
+        needed = history_limit_for(
+            self.policy.repeated_action_limit, self.policy.no_progress_window
+        )
+        self.detector.history_limit = max(self.detector.history_limit, needed)
 
     @property
     def run_id(self) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from avo.models import ModelResponse, ToolCall, ToolResult
 from avo.tools import canonical_fingerprint, tool_call_fingerprint, tool_result_fingerprint
 
-_HISTORY_CAP = 256
-"""Only a bounded tail of each history is kept (windows and limits are small)."""
+DEFAULT_HISTORY_LIMIT = 64
+"""Only a bounded tail of each history is kept, so checkpoints stay constant-size."""
 
 
 def model_response_fingerprint(response: ModelResponse) -> str:
@@ -30,7 +30,11 @@ def _trailing_identical(history: list[str], count: int) -> bool:
 
 
 class ProgressDetector:
-    """Records fingerprints of actions, observations, responses and markers."""
+    """Records fingerprints of actions, observations, responses and markers.
+
+    Each history keeps its last ``history_limit`` entries (at least what the
+    policy's repeated-action limit and no-progress window need).
+    """
 
     def __init__(
         self,
@@ -39,17 +43,19 @@ class ProgressDetector:
         observation_history: Iterable[str] | None = None,
         model_history: Iterable[str] | None = None,
         progress_markers: Iterable[str] | None = None,
+        history_limit: int = DEFAULT_HISTORY_LIMIT,
     ) -> None:
-        self.action_history: list[str] = list(action_history or ())
-        self.observation_history: list[str] = list(observation_history or ())
-        self.model_history: list[str] = list(model_history or ())
-        self.progress_markers: list[str] = list(progress_markers or ())
+        self.history_limit = max(1, history_limit)
+        keep = -self.history_limit
+        self.action_history: list[str] = list(action_history or ())[keep:]
+        self.observation_history: list[str] = list(observation_history or ())[keep:]
+        self.model_history: list[str] = list(model_history or ())[keep:]
+        self.progress_markers: list[str] = list(progress_markers or ())[keep:]
 
-    @staticmethod
-    def _push(history: list[str], item: str) -> None:
+    def _push(self, history: list[str], item: str) -> None:
         history.append(item)
-        if len(history) > _HISTORY_CAP:
-            del history[: len(history) - _HISTORY_CAP]
+        if len(history) > self.history_limit:
+            del history[0]
 
     def record_action(self, call: ToolCall) -> None:
         """Record a tool call (name + arguments)."""
@@ -80,4 +86,14 @@ class ProgressDetector:
         )
 
 
-__all__ = ["ProgressDetector", "model_response_fingerprint"]
+def history_limit_for(repeated_action_limit: int, no_progress_window: int) -> int:
+    """The history a detector must keep to apply these bounds."""
+    return max(DEFAULT_HISTORY_LIMIT, repeated_action_limit, no_progress_window)
+
+
+__all__ = [
+    "DEFAULT_HISTORY_LIMIT",
+    "ProgressDetector",
+    "history_limit_for",
+    "model_response_fingerprint",
+]

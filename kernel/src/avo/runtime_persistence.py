@@ -7,7 +7,6 @@ plugin cannot skip the §6 invariants, then folds the stored event back in.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate
 from avo.exceptions import UnsafeResumeError
 from avo.models import Checkpoint, RunResult, ToolCall, ToolResult, new_id, replaced, trusted
 from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
+from avo.tools import canonical_json
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -25,19 +25,26 @@ if TYPE_CHECKING:
 logger = logging.getLogger("avo.runtime")
 
 
+_KERNEL_ONLY_PAYLOADS = frozenset({EventType.STATE_CHANGED, EventType.CHECKPOINT_CREATED})
+"""Events whose payloads hold only kernel-made values (states, ids, counters): no secrets."""
+
+
 def _event(
-    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
+    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any], offset: int = 1
 ) -> AgentEvent:
-    # Built from already-validated values: skip re-validating the payload.
+    # Built from already-validated values: skip re-validating the payload. The
+    # sequence is the one the store will assign, so a store can keep the object.
+    if kind not in _KERNEL_ONLY_PAYLOADS:
+        payload = rt.redactor.value(payload)
     return trusted(
         AgentEvent,
         {
             "event_id": new_id(),
             "run_id": ctx.run_id,
-            "sequence": 0,
+            "sequence": ctx.log.last_sequence + offset,
             "event_type": kind,
             "created_at": rt.clock(),
-            "payload": rt.redactor.value(payload),
+            "payload": payload,
             "parent_event_id": None,
         },
     )
@@ -177,7 +184,7 @@ def tool_call_message(call: ToolCall) -> dict[str, JsonValue]:
                 "type": "function",
                 "function": {
                     "name": call.name,
-                    "arguments": json.dumps(call.arguments, sort_keys=True),
+                    "arguments": canonical_json(call.arguments),
                 },
             }
         ],
@@ -188,9 +195,9 @@ def tool_result_message(result: ToolResult) -> dict[str, JsonValue]:
     """The ``role: tool`` message carrying a result back to the model."""
     if result.success:
         output = result.output
-        content = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
+        content = output if isinstance(output, str) else canonical_json(output)
     else:
-        content = json.dumps({"error": result.error})
+        content = canonical_json({"error": result.error})
     return {
         "role": "tool",
         "tool_call_id": result.tool_call_id,
@@ -296,6 +303,7 @@ async def terminate(
             "token_usage": run.token_usage.model_dump(mode="json"),
             "token_accounting_available": run.token_accounting_available,
         },
+        offset=2,
     )
     scratch = ctx.log.copy()
     validate_event_append(scratch, state_event)

@@ -212,10 +212,17 @@ class ToolRegistry:
         )
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys (one shared encoder; the loop calls this every step)."""
+    return _CANONICAL.encode(value)
+
+
 def canonical_fingerprint(value: JsonValue) -> str:
     """sha256 of ``json.dumps(value, sort_keys=True)``."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(value).encode()).hexdigest()
 
 
 def tool_call_fingerprint(call: ToolCall) -> str:
@@ -241,6 +248,7 @@ __all__ = [
     "ToolCallable",
     "ToolRegistry",
     "canonical_fingerprint",
+    "canonical_json",
     "to_anthropic_tool",
     "to_json_schema",
     "to_openai_function",

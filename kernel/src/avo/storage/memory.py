@@ -45,7 +45,7 @@ class InMemoryEventStore:
         for event in events:
             validate_event_append(scratch, event)
             sequence += 1
-            stored = replaced(event, sequence=sequence)
+            stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
             if scratch is not log:
                 scratch.apply(stored)
             staged.append(stored)
