@@ -27,6 +27,9 @@ async def test_sdk_server_tools_in_registry_and_tool_errors(sdk_server_command, 
         }
         raw = await server.call_tool("add", {"a": 2, "b": 40})
         assert raw == {"name": "add", "is_error": False, "result": raw["result"], "text": "42"}
+        # concurrent calls on one connection are matched to their answers by id
+        sums = await asyncio.gather(*(server.call_tool("add", {"a": i, "b": i}) for i in range(8)))
+        assert [int(answer["text"]) for answer in sums] == [2 * i for i in range(8)]
         registry = ToolRegistry(client.tools())
         shout = registry.get("shout")
         assert shout.metadata.input_schema["properties"]["text"]["type"] == "string"
