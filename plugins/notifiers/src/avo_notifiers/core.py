@@ -6,42 +6,15 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from avo.exceptions import NotifierError
+from avo.notifications import LEVELS, Notification, Notifier
 from avo.redaction import Redactor
 
-LEVELS = ("info", "warning", "error")
 WEBHOOK_ENV = "AVO_NOTIFY_WEBHOOK"
 DESKTOP_ENV = "AVO_NOTIFY_DESKTOP"
 
 _log = logging.getLogger("avo.notifiers")
-
-
-@dataclass(frozen=True)
-class Notification:
-    """One message for a human: a title, a body and a level (info, warning, error)."""
-
-    title: str
-    body: str
-    level: str = "info"
-
-    def __post_init__(self) -> None:
-        if self.level not in LEVELS:
-            raise ValueError(f"notification level {self.level!r} is not one of {', '.join(LEVELS)}")
-
-    def redacted(self, redactor: Redactor) -> Notification:
-        """A copy with secrets masked in the title and body."""
-        return Notification(redactor.text(self.title), redactor.text(self.body), self.level)
-
-
-@runtime_checkable
-class Notifier(Protocol):
-    """Anything that can deliver a :class:`Notification`."""
-
-    async def send(self, notification: Notification) -> None:
-        """Deliver ``notification``; raise ``NotifierError`` when it cannot."""
 
 
 class NotificationDispatcher:
