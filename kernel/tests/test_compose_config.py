@@ -325,3 +325,27 @@ async def test_resume_refuses_when_a_plugin_the_run_used_is_gone(tmp_path: Path)
     with pytest.raises(UnsafeResumeError, match=r"tool 'shout' \(an in-process plugin\)") as info:
         await resumer.resume(run.run_id)
     assert "the plugins it was composed from changed" in str(info.value)
+
+
+def test_find_config_prefers_avo_toml_then_pyproject(tmp_path: Path) -> None:
+    from avo.compose import find_config
+
+    assert find_config(tmp_path) is None
+    _write(tmp_path, '[project]\nname = "x"\n', "pyproject.toml")
+    assert find_config(tmp_path) is None
+    _write(tmp_path, '[tool.avo.provider]\nname = "fake"\n', "pyproject.toml")
+    assert find_config(tmp_path) == tmp_path / "pyproject.toml"
+    _write(tmp_path, "[provider\n", "pyproject.toml")
+    assert find_config(tmp_path) is None
+    _write(tmp_path, '[provider]\nname = "fake"\n')
+    assert find_config(tmp_path) == tmp_path / "avo.toml"
+
+
+def test_compose_discovers_the_config_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write(tmp_path, SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    composition = compose(environ={}, manager=_manager(), database="memory:", discover_config=True)
+    assert composition.config_file == "avo.toml" or composition.config_file.endswith("avo.toml")
+    assert composition.store_location == "memory:"
