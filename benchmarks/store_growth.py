@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
-from avo.models import ToolCall
+from avo.models import ToolCall, utc_now
 from avo.storage.memory import InMemoryEventStore
 from avo_sqlite import SQLiteEventStore
 
@@ -130,6 +130,97 @@ async def _sqlite_run(directory: Path, n: int) -> dict[str, float]:
         await store.close()
     row["file_step"] = path.stat().st_size / (n + 1)
     return row
+
+
+async def _store_only(directory: Path, n: int) -> dict[str, float]:
+    """The store alone, driven like the runtime drives it: per-step cost at the start vs end.
+
+    Each step appends the loop's 14 events and two checkpoints whose history
+    grows by two messages, one tool-call id and three fingerprints; the time
+    is measured around the store calls only, so the kernel's own cost (and its
+    growth) is out of the figure.
+    """
+    from avo.events import AgentEvent, EventType
+    from avo.models import Checkpoint, RunRecord, TokenUsage
+    from avo.state import RunState as S
+
+    async def go() -> dict[str, float]:
+        path = _fresh(directory, f"store-only-{n}.db")
+        store = SQLiteEventStore(path)
+        run_id = "store-only"
+        ev = lambda kind, **p: AgentEvent(run_id=run_id, event_type=kind, payload=p)  # noqa: E731
+        moved = lambda a, b: ev(EventType.STATE_CHANGED, from_state=a.value, to_state=b.value)  # noqa: E731
+        run = RunRecord(run_id=run_id, task="t")
+        await store.create_run(run, ev(EventType.RUN_CREATED, task="t", policy={}))
+        await store.append_event(moved(S.CREATED, S.MODEL_PENDING))
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "t"}]
+        done: set[str] = set()
+        prints: list[str] = []
+        costs: list[float] = []
+
+        def cp(state: S, step: int) -> tuple[Checkpoint, AgentEvent]:
+            c = Checkpoint.model_construct(
+                checkpoint_id=f"{step}-{state.value}",
+                run_id=run_id,
+                created_at=utc_now(),
+                state=state,
+                messages=list(messages),
+                next_step=step + 1,
+                token_usage=TokenUsage(),
+                token_accounting_available=True,
+                consecutive_errors=0,
+                repeated_action_history=list(prints),
+                observation_fingerprints=list(prints),
+                model_response_fingerprints=list(prints),
+                progress_markers=[],
+                completed_tool_call_ids=set(done),
+                user_state={},
+                policy={"max_steps": n + 5},
+                provider_metadata={"provider_type": "x"},
+                pending_response=None,
+                last_event_sequence=0,
+            )
+            return c, ev(EventType.CHECKPOINT_CREATED, checkpoint_id=c.checkpoint_id)
+
+        for step in range(1, n + 1):
+            call = f"call-{step:06d}-{'x' * 26}"
+            started = time.perf_counter()
+            await store.append_event(ev(EventType.MODEL_RESPONDED, step=step, response={}))
+            await store.append_event_and_update_run(
+                moved(S.MODEL_PENDING, S.DECISION_RECEIVED), run
+            )
+            messages.append({"role": "assistant", "tool_calls": [{"id": call}]})
+            prints.append(f"{step:064d}")
+            await store.save_checkpoint(*cp(S.DECISION_RECEIVED, step))
+            await store.append_event(ev(EventType.TOOL_REQUESTED, tool_call_id=call))
+            await store.append_event_and_update_run(moved(S.DECISION_RECEIVED, S.TOOL_PENDING), run)
+            await store.append_event(ev(EventType.TOOL_APPROVAL_REQUESTED, tool_call_id=call))
+            await store.append_event_and_update_run(moved(S.TOOL_PENDING, S.APPROVAL_PENDING), run)
+            await store.append_event(ev(EventType.TOOL_APPROVED, tool_call_id=call))
+            await store.append_event_and_update_run(
+                moved(S.APPROVAL_PENDING, S.TOOL_EXECUTING), run
+            )
+            await store.append_event(ev(EventType.TOOL_STARTED, tool_call_id=call))
+            await store.append_event(ev(EventType.TOOL_COMPLETED, tool_call_id=call, output=step))
+            await store.append_event_and_update_run(
+                moved(S.TOOL_EXECUTING, S.OBSERVATION_RECORDED), run
+            )
+            messages.append({"role": "tool", "tool_call_id": call, "content": str(step)})
+            done.add(call)
+            await store.save_checkpoint(*cp(S.OBSERVATION_RECORDED, step))
+            await store.append_event_and_update_run(
+                moved(S.OBSERVATION_RECORDED, S.MODEL_PENDING), run
+            )
+            costs.append(time.perf_counter() - started)
+        await store.close()
+        tenth = max(1, n // 10)
+        return {
+            "early_us": statistics.median(costs[:tenth]) * 1e6,
+            "late_us": statistics.median(costs[-tenth:]) * 1e6,
+            "mean_us": statistics.fmean(costs) * 1e6,
+        }
+
+    return await go()
 
 
 def _raw_baseline(directory: Path, steps: int, synchronous: str) -> dict[str, float]:
@@ -228,6 +319,7 @@ async def main(quick: bool) -> None:
         normal = min(
             (_raw_baseline(directory, 200, "NORMAL") for _ in range(3)), key=lambda r: r["wall_us"]
         )
+        store_only = {n: await _store_only(directory, n) for n in sizes}
         stall_n = 100 if quick else 200
         ours = await _stall(directory, TimedSQLite, stall_n)
         inline = await _stall(directory, InlineSQLite, stall_n)
@@ -256,6 +348,12 @@ async def main(quick: bool) -> None:
     )
     print(f"ratio late/early step at N={sizes[-1]}: {big['late_us'] / big['early_us']:.2f}x")
     print(f"bytes per step N={sizes[-1]} / N=20: {big['bytes_step'] / rows[20]['bytes_step']:.2f}x")
+    print("the store alone, driven like the runtime (14 events + 2 checkpoints a step):")
+    for n, r in store_only.items():
+        print(
+            f"  N={n:>5}: mean {r['mean_us']:.0f} µs/step, first tenth {r['early_us']:.0f} µs, "
+            f"last tenth {r['late_us']:.0f} µs (late/early {r['late_us'] / r['early_us']:.2f}x)"
+        )
     at200 = rows[200]
     store_share = at200["cpu_us"] - memory[200]["cpu_us"]
     print(

@@ -102,11 +102,19 @@ def _save_lineage(
 ) -> _Lineage:
     if name == SET_FIELD:
         members: set[str] = value
-        if old is not None and old.members is not None and old.members <= members:
-            start, base, new_items = old.count, old.base, sorted(members - old.members)
+        added = None
+        if old is not None and old.members is not None and len(members) >= len(old.members):
+            added = members - old.members
+            # |added| == |new| - |old| exactly when every old id is still there (one pass)
+            if len(added) != len(members) - len(old.members):
+                added = None
+        if old is not None and added is not None:
+            start, base, new_items = old.count, old.base, sorted(added)
         else:
             start, base, new_items = 0, position, sorted(members)
-        lineage = _Lineage(base=base, count=start + len(new_items), members=set(members))
+        # The checkpoint's own (fresh) set and lists are kept, not copied: values
+        # handed to the store are not mutated afterwards (models are values, §23).
+        lineage = _Lineage(base=base, count=start + len(new_items), members=members)
     else:
         shift = None if old is None or old.full is None else _shift(old.full, value)
         if old is not None and shift is not None:
@@ -116,7 +124,7 @@ def _save_lineage(
             start, base, new_items = old.start + old.count, old.base, value[kept:]
         else:
             first, start, base, new_items = 0, 0, position, value
-        lineage = _Lineage(base=base, count=len(value), start=first, full=list(value))
+        lineage = _Lineage(base=base, count=len(value), start=first, full=value)
     rows.extend(
         (run_key, name, base, start + offset, dumps(item)) for offset, item in enumerate(new_items)
     )

@@ -99,10 +99,10 @@ class SQLiteCore(LeaseOps):
         self.conn.execute("PRAGMA busy_timeout = 0")  # waiting happens in _begin, off the loop
         self.wal_dirty = False
         self.next_wal_checkpoint = 0.0
-        # Whether the worker's timers already cover the open group commit / the WAL
-        # written since its last checkpoint (else the store wakes it after a call).
-        self.armed_pending = False
-        self.armed_wal = False
+        # The worker polls every commit_delay while the store is busy and blocks
+        # without a timeout once idle (worker_idle): only then must a call wake it.
+        self.worker_idle = False
+        self.last_write = 0.0
         self.pending_since: float | None = None
         self._broken: StorageError | None = None
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
@@ -130,7 +130,6 @@ class SQLiteCore(LeaseOps):
     def flush(self) -> None:
         """Commit the writes buffered by group commit (no-op when there are none)."""
         self.pending_since = None
-        self.armed_pending = False
         self._fresh.clear()
         self._leases_checked.clear()
         if not self.conn.in_transaction:
@@ -155,15 +154,12 @@ class SQLiteCore(LeaseOps):
         if self.wal_dirty and not self.conn.in_transaction and now >= self.next_wal_checkpoint:
             self.next_wal_checkpoint = now + interval
             self.wal_dirty = False
-            self.armed_wal = False
             self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     @property
     def needs_worker(self) -> bool:
         """True when a loop-thread call left timed work the worker does not know of."""
-        return (self.pending_since is not None and not self.armed_pending) or (
-            self.wal_dirty and not self.armed_wal
-        )
+        return self.worker_idle and (self.pending_since is not None or self.wal_dirty)
 
     def _begin(self) -> None:
         """BEGIN IMMEDIATE: at once on the loop thread (or WouldBlock), with retries on the worker.
@@ -199,7 +195,7 @@ class SQLiteCore(LeaseOps):
         try:
             if outer:
                 self._begin()
-                self.pending_since = time.monotonic()
+                self.pending_since = self.last_write = time.monotonic()
             else:  # earlier buffered writes share the transaction: undo only this one
                 conn.execute("SAVEPOINT avo_write")
         except sqlite3.Error as exc:

@@ -15,6 +15,8 @@ from avo_sqlite._core import SQLiteCore
 
 _STOP = object()
 _WAKE = object()
+ACTIVE_WINDOW = 1.0
+"""Seconds after the last write during which the worker polls rather than sleeps."""
 WAL_CHECKPOINT_INTERVAL = 0.5
 """Seconds between WAL checkpoints by the worker while the store is writing."""
 
@@ -61,14 +63,19 @@ class Worker:
             return
         self._ready.set_result(core)
         while True:
-            timeout = None
+            # Announce idleness first: a loop-thread write after this line wakes us, one
+            # before it is seen by the checks below.
+            core.worker_idle = True
+            now = time.monotonic()
+            timeout: float | None = None
+            if now - core.last_write < ACTIVE_WINDOW:  # busy: poll instead of being woken
+                timeout = max(core.commit_delay, 0.001)
             if core.wal_dirty:
-                core.armed_wal = True
-                timeout = max(0.0, core.next_wal_checkpoint - time.monotonic())
+                timeout = min(timeout or 1e9, max(0.0, core.next_wal_checkpoint - now))
             pending = core.pending_since
             if pending is not None:
-                core.armed_pending = True
-                timeout = max(0.0, pending + core.commit_delay - time.monotonic())
+                timeout = min(timeout or 1e9, max(0.0, pending + core.commit_delay - now))
+            core.worker_idle = timeout is None
             try:
                 item = self._queue.get(timeout=timeout)
             except queue.Empty:
