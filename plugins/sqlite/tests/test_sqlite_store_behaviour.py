@@ -160,3 +160,27 @@ async def test_a_runtime_drives_a_leased_run_only_through_its_lease(tmp_path: Pa
             await store.acquire_lease(run_id, "worker-b", 30)
         await store.release_lease(lease)
         assert (await store.acquire_lease(run_id, "worker-b", 30)).token == lease.token + 1
+
+
+async def test_a_refused_write_keeps_the_buffered_ones(tmp_path: Path) -> None:
+    import pytest
+
+    from avo.exceptions import EventInvariantError, StorageError
+    from avo.state import RunState
+    from avo.testing.stores import checkpoint, checkpointed, moved
+
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path, commit_delay=3600) as store:
+        run_id = await start_run(store)
+        await store.append_event(event(run_id, EventType.MODEL_REQUESTED))  # buffered
+        bad = checkpoint(run_id).model_copy(update={"user_state": {"x": object()}})
+        with pytest.raises(StorageError, match="not JSON"):
+            await store.save_checkpoint(bad, checkpointed(run_id, bad))
+        with pytest.raises(EventInvariantError):
+            await store.append_event(moved(run_id, RunState.CREATED, RunState.FAILED))
+        await store.flush()
+        assert _committed_events(path, run_id)[-1] == "model_requested"
+        assert len(_committed_events(path, run_id)) == 5
+        assert await store.get_latest_checkpoint(run_id) is None
+        ok = await store.append_event(event(run_id, EventType.MODEL_REQUESTED))
+        assert ok.sequence == 6

@@ -171,16 +171,20 @@ def _save_parts(
     return reference
 
 
-def save_delta(
-    conn: sqlite3.Connection,
-    run_key: int,
-    cursor: CheckpointCursor | None,
-    checkpoint: Checkpoint,
-) -> CheckpointCursor:
-    """Write ``checkpoint`` as a head row plus what is new since ``cursor``.
+@dataclass
+class DeltaPlan:
+    """Everything one checkpoint save will write, computed before any statement runs."""
 
-    Runs inside the caller's transaction. ``cursor`` must describe the run's
-    latest stored checkpoint (None when the run has none).
+    items: list[Row]
+    head: tuple[int, bytes | str, int, str]
+    cursor: CheckpointCursor
+
+
+def plan_delta(run_key: int, cursor: CheckpointCursor | None, checkpoint: Checkpoint) -> DeltaPlan:
+    """Split ``checkpoint`` into a head row plus what is new since ``cursor`` (no I/O).
+
+    ``cursor`` must describe the run's latest stored checkpoint (None when the
+    run has none). Raises (TypeError, ValueError) for values that are not JSON.
     """
     position = 1 if cursor is None else cursor.position + 1
     rows: list[Row] = []
@@ -197,23 +201,29 @@ def save_delta(
         name: _save_parts(run_key, name, getattr(checkpoint, name), cursor, position, rows, out)
         for name in PART_FIELDS
     }
-    if rows:
+    head_row = (
+        row_key(run_key, position),
+        encode_id(checkpoint.checkpoint_id),
+        to_us(checkpoint.created_at),
+        dumps(head),
+    )
+    return DeltaPlan(items=rows, head=head_row, cursor=out)
+
+
+def write_delta(conn: sqlite3.Connection, plan: DeltaPlan) -> CheckpointCursor:
+    """Write a planned checkpoint (inside the caller's transaction)."""
+    if plan.items:
         conn.executemany(
             "INSERT INTO checkpoint_items (run_key, field, base, idx, value)"
             " VALUES (?, ?, ?, ?, ?)",
-            rows,
+            plan.items,
         )
     conn.execute(
         "INSERT INTO checkpoints (checkpoint_key, checkpoint_id, created_us, head)"
         " VALUES (?, ?, ?, ?)",
-        (
-            row_key(run_key, position),
-            encode_id(checkpoint.checkpoint_id),
-            to_us(checkpoint.created_at),
-            dumps(head),
-        ),
+        plan.head,
     )
-    return out
+    return plan.cursor
 
 
 def _item(conn: sqlite3.Connection, run_key: int, name: str, base: int) -> Any:

@@ -37,7 +37,7 @@ from avo.exceptions import (
 from avo.models import Checkpoint, RunRecord
 from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
-from avo_sqlite._checkpoints import CheckpointCursor, load_latest, save_delta
+from avo_sqlite._checkpoints import CheckpointCursor, load_latest, plan_delta, write_delta
 from avo_sqlite._codec import (
     decode_id,
     decode_type,
@@ -148,6 +148,20 @@ class SQLiteCore(LeaseOps):
             )
             raise self._broken from exc
 
+    def _abandon(self, action: str, exc: BaseException) -> None:
+        """Roll back a transaction a write left half-done (and its buffered writes)."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.pending_since = None
+        self._states.clear()
+        self._cursors.clear()
+        self._fresh.clear()
+        self._leases_checked.clear()
+        self._broken = StorageError(
+            f"a write failed half-way while {action} in {self.path} ({exc}); the writes since "
+            "the last tool boundary were rolled back, so this store refuses further use: reopen it"
+        )
+
     def checkpoint_wal(self, interval: float) -> None:
         """Copy the WAL back into the database at most every ``interval`` seconds (PASSIVE)."""
         now = time.monotonic()
@@ -196,22 +210,21 @@ class SQLiteCore(LeaseOps):
             if outer:
                 self._begin()
                 self.pending_since = self.last_write = time.monotonic()
-            else:  # earlier buffered writes share the transaction: undo only this one
-                conn.execute("SAVEPOINT avo_write")
         except sqlite3.Error as exc:
             raise self._error(action, exc) from exc
+        # Every write validates all it will write before its first statement, so a
+        # refused write changed nothing and earlier buffered writes stay (no savepoint
+        # needed). Only an SQLite failure half-way can leave a partial write behind.
+        changes = conn.total_changes
         try:
             yield conn
-            if not outer:
-                conn.execute("RELEASE avo_write")
         except BaseException as exc:
             self._forget(run_id)
             if outer:
                 conn.execute("ROLLBACK")
                 self.flush()
-            else:
-                conn.execute("ROLLBACK TO avo_write")
-                conn.execute("RELEASE avo_write")
+            elif conn.total_changes != changes:
+                self._abandon(action, exc)
             if isinstance(exc, sqlite3.Error):
                 raise self._error(action, exc) from exc
             raise
@@ -368,16 +381,24 @@ class SQLiteCore(LeaseOps):
         with self._write(run_id, "saving a checkpoint", barrier=False) as conn:
             self._check_lease(run_id, lease)
             state, key = self._log_state(run_id)
-            stored = self._append(state, key, event)
-            assert key is not None
-            saved = checkpoint
             # A cursor survives only while the run's sequence is unchanged since we cached
             # it (_log_state drops it on reload): another writer's checkpoint moves it.
             cursor = self._cursors.get(run_id)
-            if cursor is None:
-                loaded = load_latest(conn, run_id, key)
+            if cursor is None and key is not None:
+                loaded = load_latest(conn, run_id, key)  # read (and fail) before writing
                 cursor = None if loaded is None else loaded[1]
-            self._cursors[run_id] = save_delta(conn, key, cursor, saved)
+            if key is None:
+                raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
+            try:
+                plan = plan_delta(key, cursor, checkpoint)
+            except (TypeError, ValueError) as exc:
+                raise StorageError(
+                    f"run {run_id}: checkpoint {checkpoint.checkpoint_id} holds a value that is "
+                    f"not JSON ({exc}); nothing was stored"
+                ) from exc
+            stored = self._append(state, key, event)
+            saved = checkpoint
+            self._cursors[run_id] = write_delta(conn, plan)
             if len(self._cursors) > _CACHE_RUNS:
                 self._cursors.popitem(last=False)
         return saved, stored
@@ -394,6 +415,11 @@ class SQLiteCore(LeaseOps):
         with self._write(run.run_id, "finalizing a run", barrier=True):
             self._check_lease(run.run_id, lease)
             state, key = self._log_state(run.run_id)
+            # both events are validated before either is written
+            scratch = state.copy()
+            validate_event_append(scratch, state_event)
+            scratch.apply(state_event.model_copy(update={"sequence": state.last_sequence + 1}))
+            validate_event_append(scratch, terminal_event)
             first = self._append(state, key, state_event)
             second = self._append(state, key, terminal_event)
             self._put_run(run, insert=False)
