@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
+from avo.events import EventType
 from avo.exceptions import ConfigError, EventInvariantError, StorageError
 from avo.models import ModelResponse, ToolCall
 from avo.plugins import StoreSpec
 from avo.providers.fake import FakeProvider
 from avo.runtime import AgentRuntime
 from avo.state import RunState
-from avo.testing.stores import checkpoint, checkpointed, moved, start_run
+from avo.testing.stores import checkpoint, checkpointed, event, moved, start_run
 from avo_postgres import SCHEMA_VERSION, PostgresEventStore
 from avo_postgres.plugin import store_from_settings
 
@@ -420,9 +421,6 @@ async def test_released_lease_writes_no_more(pg_schema: tuple[str, str]) -> None
 
 async def test_awkward_text_round_trips(pg_schema: tuple[str, str]) -> None:
     """NUL characters (binary tool output) and lone surrogates are stored and read back."""
-    from avo.events import EventType
-    from avo.testing.stores import event
-
     dsn, schema = pg_schema
     async with PostgresEventStore(dsn, schema=schema) as store:
         run_id = await start_run(store)
@@ -444,3 +442,44 @@ async def test_awkward_text_round_trips(pg_schema: tuple[str, str]) -> None:
         assert events[4].payload == {"tool_call_id": "c\x001", "raw": "a\x00b", "s": "\ud800"}
         assert events[5].payload["out"] == "\x00"
         assert await store.get_latest_checkpoint(run_id) == cp
+
+
+async def test_dropped_connections_give_storage_errors_and_the_store_recovers(
+    pg_schema: tuple[str, str],
+) -> None:
+    """The server kills the store's connections (as a restart or failover would), repeatedly.
+
+    Each write right after a kill either succeeds on a fresh connection or fails
+    with a plain StorageError; never a driver exception, never a half write.
+    """
+    import uuid
+
+    import asyncpg
+
+    dsn, schema = pg_schema
+    name = f"avo-test-{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(dsn)
+    failures = 0
+    try:
+        async with PostgresEventStore(dsn, schema=schema, application_name=name) as store:
+            run_id = await start_run(store)
+            acknowledged = 4
+            for n in range(10):
+                await admin.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = $1",
+                    name,
+                )
+                try:
+                    await store.append_event(event(run_id, EventType.MODEL_REQUESTED, n=n))
+                except StorageError as exc:
+                    assert type(exc) is StorageError and "127.0.0.1" in str(exc)
+                    failures += 1
+                else:
+                    acknowledged += 1
+            events = await store.get_events(run_id)
+            assert [e.sequence for e in events] == list(range(1, acknowledged + 1))
+            stored = await store.append_event(event(run_id, EventType.MODEL_REQUESTED, n=99))
+            assert stored.sequence == acknowledged + 1
+    finally:
+        await admin.close()

@@ -114,15 +114,19 @@ async def open_pool(
     max_size: int,
     command_timeout: float | None,
     schema: str | None = None,
+    application_name: str = "avo",
 ) -> Any:
     """Create an asyncpg pool, or raise StorageError saying why the server is unreachable.
 
     With ``schema``, every connection's search_path is that schema (created on
-    migrate), so several stores can share one database.
+    migrate), so several stores can share one database. ``application_name``
+    shows in ``pg_stat_activity``.
     """
     import asyncpg
 
-    server_settings = {"search_path": schema} if schema else None
+    server_settings = {"application_name": application_name}
+    if schema:
+        server_settings["search_path"] = schema
 
     try:
         return await asyncio.wait_for(
@@ -142,16 +146,38 @@ async def open_pool(
         raise _connect_failure(address, exc, connect_timeout) from exc
 
 
-@asynccontextmanager
-async def storage_errors(address: ServerAddress, action: str) -> AsyncIterator[None]:
-    """Re-raise driver and network errors met while doing ``action`` as StorageError."""
+def _from_driver(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "asyncpg"
+
+
+def connection_broken(exc: BaseException) -> bool:
+    """True when ``exc`` means the connection is lost or unusable (not a query error)."""
     import asyncpg
 
+    return isinstance(
+        exc,
+        asyncpg.PostgresConnectionError
+        | asyncpg.InterfaceError
+        | asyncpg.InternalClientError
+        | OSError
+        | TimeoutError,
+    )
+
+
+@asynccontextmanager
+async def storage_errors(address: ServerAddress, action: str) -> AsyncIterator[None]:
+    """Re-raise driver and network errors met while doing ``action`` as StorageError.
+
+    Anything asyncpg raises (including its InternalClientError, which has no
+    common base with the rest), socket errors and timeouts are converted.
+    """
     try:
         yield
-    except (TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-        if isinstance(exc, asyncpg.PostgresConnectionError | ConnectionError | OSError):
-            hint = "; the connection to the server was lost, check that it is still running"
+    except Exception as exc:
+        if not (isinstance(exc, TimeoutError | OSError) or _from_driver(exc)):
+            raise
+        if connection_broken(exc):
+            hint = "; the connection to the server was lost or broken, check that it is running"
         else:
             hint = ""
         raise StorageError(

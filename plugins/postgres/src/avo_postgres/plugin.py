@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 _NUMBER_SETTINGS = ("connect_timeout", "command_timeout")
 _SIZE_SETTINGS = ("pool_min_size", "pool_max_size")
-_KNOWN = frozenset({*_NUMBER_SETTINGS, *_SIZE_SETTINGS, "schema"})
+_TEXT_SETTINGS = ("schema", "application_name")
+_KNOWN = frozenset({*_NUMBER_SETTINGS, *_SIZE_SETTINGS, *_TEXT_SETTINGS})
 
 
 def store_from_settings(location: str, settings: Mapping[str, Any]) -> PostgresEventStore:
@@ -49,8 +50,14 @@ def store_from_settings(location: str, settings: Mapping[str, Any]) -> PostgresE
                     f"postgres store setting {key}={value!r} must be an integer >= 1", key=key
                 )
             kwargs[key] = value
-    if "schema" in settings:
-        kwargs["schema"] = settings["schema"]
+    for key in _TEXT_SETTINGS:
+        if key in settings:
+            value = settings[key]
+            if not isinstance(value, str) or not value:
+                raise ConfigError(
+                    f"postgres store setting {key}={value!r} must be a non-empty string", key=key
+                )
+            kwargs[key] = value
     from avo_postgres.store import PostgresEventStore
 
     return PostgresEventStore(location, **kwargs)

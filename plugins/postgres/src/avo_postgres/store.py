@@ -25,12 +25,12 @@ import json
 import re
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from avo.events import (
     TERMINAL_EVENT_TYPES,
@@ -54,6 +54,7 @@ from avo_postgres.checkpoints import (
 )
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
+    connection_broken,
     open_pool,
     parse_dsn,
     redact_dsn,
@@ -65,6 +66,7 @@ from avo_postgres.writes import Head, build_write, learn_tool_call, load_head
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
+_T = TypeVar("_T")
 _MAX_ATTEMPTS = 100  # compare-and-set retries before a write gives up
 _HEAD_CACHE_SIZE = 4096  # runs whose head one store instance remembers
 
@@ -84,7 +86,8 @@ class PostgresEventStore:
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
     pool opens on first use (or ``async with``), applying schema migrations.
     ``schema`` keeps the store's tables in that PostgreSQL schema (created when
-    missing) so several stores can share one database.
+    missing) so several stores can share one database; ``application_name``
+    labels its connections in ``pg_stat_activity``.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class PostgresEventStore:
         pool_min_size: int = 1,
         pool_max_size: int = 5,
         schema: str | None = None,
+        application_name: str = "avo",
     ) -> None:
         if schema is not None and not _IDENTIFIER.fullmatch(schema):
             raise StorageError(
@@ -103,6 +107,7 @@ class PostgresEventStore:
                 "letters, digits and underscores, starting with a letter or underscore"
             )
         self._schema = schema
+        self._application_name = application_name
         self._dsn = dsn
         self._address = parse_dsn(dsn)
         self._connect_timeout = connect_timeout
@@ -144,6 +149,7 @@ class PostgresEventStore:
                 max_size=self._pool_max_size,
                 command_timeout=self._command_timeout,
                 schema=self._schema,
+                application_name=self._application_name,
             )
             try:
                 async with (
@@ -159,10 +165,30 @@ class PostgresEventStore:
 
     @asynccontextmanager
     async def _connection(self, action: str) -> AsyncIterator[Any]:
-        """A pooled connection; driver errors while ``action`` become StorageError."""
+        """A pooled connection; driver errors while ``action`` become StorageError.
+
+        A connection that broke (server restart, killed backend, network) is
+        closed, so the pool replaces it instead of handing it out again.
+        """
         pool = await self._ensure_pool()
         async with storage_errors(self._address, action), pool.acquire() as conn:
-            yield conn
+            try:
+                yield conn
+            except BaseException as exc:
+                if connection_broken(exc):
+                    conn.terminate()
+                raise
+
+    async def _read(self, action: str, query: Callable[[Any], Awaitable[_T]]) -> _T:
+        """Run an idempotent read; once more on a fresh connection if the first one broke."""
+        for attempt in (1, 2):
+            try:
+                async with self._connection(action) as conn:
+                    return await query(conn)
+            except StorageError as exc:
+                if attempt == 2 or exc.__cause__ is None or not connection_broken(exc.__cause__):
+                    raise
+        raise AssertionError("unreachable")
 
     @asynccontextmanager
     async def _transaction(self, action: str, isolation: str | None = None) -> AsyncIterator[Any]:
@@ -459,40 +485,51 @@ class PostgresEventStore:
     # ------------------------------------------------------------ reads
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The stored run record, or None."""
-        async with self._connection(f"reading run {run_id}") as conn:
-            text = await conn.fetchval("SELECT record FROM avo_runs WHERE run_id = $1", run_id)
+        text = await self._read(
+            f"reading run {run_id}",
+            lambda conn: conn.fetchval("SELECT record FROM avo_runs WHERE run_id = $1", run_id),
+        )
         return None if text is None else _record(text)
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
-        async with self._connection("listing runs") as conn:
-            rows = await conn.fetch(
+        rows = await self._read(
+            "listing runs",
+            lambda conn: conn.fetch(
                 "SELECT record FROM avo_runs ORDER BY created_at DESC, insert_order DESC"
-            )
+            ),
+        )
         return [_record(row["record"]) for row in rows]
 
     async def get_events(self, run_id: str) -> list[AgentEvent]:
         """The run's events in ascending sequence ([] for an unknown run)."""
-        async with self._connection(f"reading the events of run {run_id}") as conn:
-            rows = await conn.fetch(
+        rows = await self._read(
+            f"reading the events of run {run_id}",
+            lambda conn: conn.fetch(
                 "SELECT run_id, sequence, event_id, event_type, created_at, payload, "
                 "parent_event_id FROM avo_events WHERE run_id = $1 ORDER BY sequence",
                 run_id,
-            )
+            ),
+        )
         return [_event(row) for row in rows]
 
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """The run's latest checkpoint in full (one consistent snapshot), or None."""
-        action = f"reading the checkpoint of run {run_id}"
-        async with self._transaction(action, isolation="repeatable_read") as conn:
-            return await read_latest(conn, run_id)
+
+        async def query(conn: Any) -> Checkpoint | None:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                return await read_latest(conn, run_id)
+
+        return await self._read(f"reading the checkpoint of run {run_id}", query)
 
     async def is_terminal_run(self, run_id: str) -> bool:
         """True when the run's log ends with a terminal event (False for an unknown run)."""
-        async with self._connection(f"reading run {run_id}") as conn:
-            row = await conn.fetchrow(
+        row = await self._read(
+            f"reading run {run_id}",
+            lambda conn: conn.fetchrow(
                 "SELECT log_terminal, state FROM avo_runs WHERE run_id = $1", run_id
-            )
+            ),
+        )
         return row is not None and _terminal(row)
 
 
