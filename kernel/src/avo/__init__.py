@@ -7,7 +7,10 @@ Public names are imported on first use so that ``import avo`` (and
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# Not `from typing import TYPE_CHECKING`: importing typing costs more than the
+# rest of `avo --version` (mypy treats this name like typing.TYPE_CHECKING).
+TYPE_CHECKING = False
 
 __version__ = "1.0.0"
 _STABLE_ABI = "2.0.0"
@@ -52,6 +55,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from avo.deprecation import DeprecatedSymbol, deprecated, deprecation_index
     from avo.events import AgentEvent, EventType
     from avo.memory import LetheMemoryAdapter, MemoryProvider
