@@ -21,9 +21,10 @@ plugin = provides(ToolSpec(name="cached", factory=lambda settings: None))
 
 def test_cache_location_from_environ(tmp_path: Path) -> None:
     assert cache_path({"AVO_PLUGINS_CACHE": "0"}) is None
-    assert cache_path({"AVO_PLUGINS_CACHE": str(tmp_path / "c.json")}) == tmp_path / "c.json"
+    assert cache_path({"AVO_PLUGINS_CACHE": str(tmp_path)}) == tmp_path / "plugin-status.json"
     assert cache_path({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "avo" / "plugin-status.json"
-    assert cache_path({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "avo" / "plugin-status.json"
+    home = {"HOME": str(tmp_path)}
+    assert cache_path(home) == tmp_path / ".cache" / "avo" / "plugin-status.json"
     assert cache_path({}) is None
 
 
@@ -39,10 +40,10 @@ def test_cached_rows_are_reused_until_the_plugin_changes(
         entry_points={"avo.tools": {"cached": f"{module}:plugin"}},
         modules={module: SOURCE},
     )
-    env = {"AVO_PLUGINS_CACHE": str(tmp_path / "cache.json")}
+    env = {"AVO_PLUGINS_CACHE": str(tmp_path / "cache")}
 
     def rows() -> list[dict[str, object]]:
-        return cached_status(PluginManager(environ={}, path=[str(site)]), env)
+        return cached_status(PluginManager(environ=env, path=[str(site)]), env)
 
     first = rows()
     assert [(r["name"], r["status"]) for r in first] == [("cached", "ok")]
@@ -58,9 +59,40 @@ def test_cached_rows_are_reused_until_the_plugin_changes(
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
     [row] = rows()
     assert row["status"] == "broken" and "edited" in str(row["reason"])
-    assert cached_status(PluginManager(environ={}, path=[str(site)]), env, refresh=True) == [row]
+    refreshed = cached_status(PluginManager(environ=env, path=[str(site)]), env, refresh=True)
+    assert refreshed == [row]
 
 
 def test_disabled_cache_always_checks(tmp_path: Path) -> None:
     manager = PluginManager(environ={}, path=[str(tmp_path)])
     assert cached_status(manager, {"AVO_PLUGINS_CACHE": "off"}) == []
+
+
+def test_entry_point_cache_is_used_until_the_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from avo.plugins.discovery import discover_all, read_entry_cache
+
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(site))
+    module = f"cached_{uuid.uuid4().hex[:8]}"
+    write_distribution(
+        site,
+        "avo-cached",
+        entry_points={"avo.tools": {"cached": f"{module}:plugin"}},
+        modules={module: SOURCE},
+    )
+    cache = tmp_path / "entry-points.json"
+    first = discover_all(path=[str(site)], cache_file=cache)["avo.tools"]
+    assert [e.name for e in first] == ["cached"] and cache.exists()
+    cached = read_entry_cache(cache, [str(site)])
+    assert cached is not None and [e.value for e in cached] == [f"{module}:plugin"]
+    assert cached[0].factory().specs[0].name == "cached"  # loads without importlib.metadata
+
+    write_distribution(
+        site, "avo-second", entry_points={"avo.tools": {"second": f"{module}:plugin"}}
+    )
+    os.utime(site, ns=(0, os.stat(site).st_mtime_ns + 10_000_000))
+    assert read_entry_cache(cache, [str(site)]) is None
+    names = [e.name for e in discover_all(path=[str(site)], cache_file=cache)["avo.tools"]]
+    assert names == ["cached", "second"]

@@ -10,7 +10,10 @@ command is invoked.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # not from typing: `avo --version` must stay tiny
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 def _version() -> str:

@@ -8,11 +8,19 @@ the plugin manager's job and happens only when a name is first used.
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 KERNEL_DISTRIBUTION = "avo-kernel"
 """The kernel's distribution name; plugins declare a requirement on it."""
@@ -77,6 +85,8 @@ def _kernel_requirement(dist: metadata.Distribution) -> str | None:
 def _iter_entries(
     groups: Iterable[str], path: Sequence[str] | None = None
 ) -> Iterable[PluginEntry]:
+    from importlib import metadata
+
     wanted = set(groups)
     seen: set[str] = set()
     if path is not None:
@@ -133,19 +143,139 @@ def discover(
 
 
 def discover_all(
-    *, groups: Iterable[str] | None = None, path: Sequence[str] | None = None
+    *,
+    groups: Iterable[str] | None = None,
+    path: Sequence[str] | None = None,
+    cache_file: Path | None = None,
 ) -> dict[str, list[PluginEntry]]:
-    """Entry points of every avo group (or ``groups``), keyed by group."""
+    """Entry points of every avo group (or ``groups``), keyed by group.
+
+    With ``cache_file`` the entry points are read from a cache that is valid
+    while no directory on the path and no plugin's dist-info changed (see
+    :func:`read_entry_cache`), so a warm CLI start never imports
+    ``importlib.metadata``.
+    """
     selected = tuple(groups) if groups is not None else tuple(_GROUPS)
     for group in selected:
         if group not in _GROUPS:
             raise ValueError(f"unknown plugin group {group!r}")
+    found = read_entry_cache(cache_file, path) if cache_file is not None else None
+    if found is None:
+        found = list(_iter_entries(tuple(_GROUPS), path))
+        if cache_file is not None:
+            write_entry_cache(cache_file, path, found)
     result: dict[str, list[PluginEntry]] = {group: [] for group in selected}
-    for entry in _iter_entries(selected, path):
-        result[entry.group].append(entry)
+    for entry in found:
+        if entry.group in result:
+            result[entry.group].append(entry)
     for entries in result.values():
         entries.sort(key=lambda e: (e.name, e.package or ""))
     return result
+
+
+# ------------------------------------------------------------ entry-point cache
+
+_OFF = {"0", "off", "false", "no"}
+
+
+def cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """avo's cache directory: ``AVO_PLUGINS_CACHE`` (``0``/``off`` disables),
+    else ``$XDG_CACHE_HOME/avo``, else ``$HOME/.cache/avo``; None without any."""
+    configured = environ.get("AVO_PLUGINS_CACHE", "").strip()
+    if configured.lower() in _OFF:
+        return None
+    if configured:
+        return Path(configured).expanduser()
+    base = environ.get("XDG_CACHE_HOME", "").strip()
+    home = environ.get("HOME", "").strip()
+    if not base and not home:  # an environment without a home (tests) gets no cache
+        return None
+    return (Path(base) if base else Path(home) / ".cache") / "avo"
+
+
+def _mtime(path: str | Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _path_key(path: Sequence[str] | None) -> list[Any]:
+    entries = list(path) if path is not None else list(sys.path)
+    return [sys.executable, [[p, _mtime(p or ".")] for p in entries]]
+
+
+def load_entry_point(value: str) -> Any:
+    """Import ``module:attr.path`` (what ``EntryPoint.load`` does), for cached entries."""
+    target = value.split("[", 1)[0].strip()
+    module_name, _, attributes = target.partition(":")
+    obj: Any = importlib.import_module(module_name.strip())
+    for attribute in filter(None, attributes.strip().split(".")):
+        obj = getattr(obj, attribute)
+    return obj
+
+
+def read_entry_cache(cache_file: Path, path: Sequence[str] | None) -> list[PluginEntry] | None:
+    """Cached entries when every path directory and plugin dist-info is unchanged."""
+    try:
+        data = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != _path_key(path):
+        return None
+    dists = data.get("dists", {})
+    for dist_path, stamp in dists.items():
+        if stamp != [_mtime(dist_path), _mtime(Path(dist_path) / "entry_points.txt")]:
+            return None
+    entries = []
+    for item in data.get("entries", []):
+        entries.append(
+            PluginEntry(
+                group=item["group"],
+                name=item["name"],
+                factory=partial(load_entry_point, item["value"]),
+                package=item["package"],
+                version=item["version"],
+                value=item["value"],
+                kernel_requirement=item["kernel_requirement"],
+                dist_path=item["dist_path"],
+            )
+        )
+    return entries
+
+
+def write_entry_cache(
+    cache_file: Path, path: Sequence[str] | None, entries: list[PluginEntry]
+) -> None:
+    """Store ``entries`` with the stamps :func:`read_entry_cache` checks (best effort)."""
+    dists = {
+        e.dist_path: [_mtime(e.dist_path), _mtime(Path(e.dist_path) / "entry_points.txt")]
+        for e in entries
+        if e.dist_path
+    }
+    data = {
+        "key": _path_key(path),
+        "dists": dists,
+        "entries": [
+            {
+                "group": e.group,
+                "name": e.name,
+                "value": e.value,
+                "package": e.package,
+                "version": e.version,
+                "kernel_requirement": e.kernel_requirement,
+                "dist_path": e.dist_path,
+            }
+            for e in entries
+        ],
+    }
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        scratch = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
+        scratch.write_text(json.dumps(data), encoding="utf-8")
+        scratch.replace(cache_file)
+    except OSError:  # a read-only home only costs speed
+        pass
 
 
 def names(group: str, *, package: str | None = None) -> list[str]:
@@ -209,10 +339,14 @@ def requirement_allows(specifier: str, version: str) -> bool:
 __all__ = [
     "KERNEL_DISTRIBUTION",
     "PluginEntry",
+    "cache_dir",
     "canonical_name",
     "discover",
     "discover_all",
     "kind_of_group",
+    "load_entry_point",
     "names",
+    "read_entry_cache",
     "requirement_allows",
+    "write_entry_cache",
 ]

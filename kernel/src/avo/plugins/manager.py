@@ -34,6 +34,7 @@ from avo.exceptions import PluginConflictError, PluginError
 from avo.plugins.discovery import (
     KERNEL_DISTRIBUTION,
     PluginEntry,
+    cache_dir,
     canonical_name,
     discover_all,
     requirement_allows,
@@ -158,6 +159,10 @@ class PluginManager:
     :param block: names to block in addition to ``AVO_PLUGINS_BLOCK``.
     :param allow: an allow-list; ``AVO_PLUGINS_ALLOW`` wins when set.
     :param path: where to look for distributions (default ``sys.path``).
+
+    With a cache directory (``AVO_PLUGINS_CACHE``, ``$XDG_CACHE_HOME/avo`` or
+    ``$HOME/.cache/avo`` from ``environ``) the entry points are cached while no
+    path directory or plugin dist-info changes.
     """
 
     def __init__(
@@ -178,6 +183,8 @@ class PluginManager:
         env_allow = _split(env.get("AVO_PLUGINS_ALLOW"))
         self.allow: set[str] | None = env_allow or (set(allow) if allow is not None else None)
         self._path = path
+        directory = cache_dir(env)
+        self._entry_cache = directory / "entry-points.json" if directory else None
         self.kernel_version = _kernel_version()
         self.pluggy = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pluggy.add_hookspecs(hookspecs)
@@ -214,7 +221,7 @@ class PluginManager:
         if self._entries is not None:
             return self._entries
         entries: dict[tuple[str, str], list[PluginEntry]] = {}
-        for group_entries in discover_all(path=self._path).values():
+        for group_entries in discover_all(path=self._path, cache_file=self._entry_cache).values():
             for entry in group_entries:
                 key = (entry.kind, entry.name)
                 reason = self._selected(entry)

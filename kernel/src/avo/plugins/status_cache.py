@@ -9,9 +9,10 @@ point's module file (found on ``sys.path`` without importing it). Installing,
 removing or upgrading a package, or editing a plugin's entry module,
 therefore invalidates it; ``avo plugin list --refresh`` ignores it.
 
-Location: ``AVO_PLUGINS_CACHE`` (a file path; ``0``/``off`` disables), else
-``$XDG_CACHE_HOME/avo/plugin-status.json`` (default ``$HOME/.cache``); an
-environment with neither variable gets no cache.
+Location: ``plugin-status.json`` in avo's cache directory
+(:func:`avo.plugins.discovery.cache_dir`: ``AVO_PLUGINS_CACHE``, ``0``/``off``
+disables; else ``$XDG_CACHE_HOME/avo`` or ``$HOME/.cache/avo``; an environment
+with neither variable gets no cache).
 """
 
 from __future__ import annotations
@@ -24,26 +25,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from avo.plugins.discovery import PluginEntry
+from avo.plugins.discovery import PluginEntry, cache_dir
 from avo.plugins.manager import PluginManager
 
-_OFF = {"0", "off", "false", "no"}
 _VERSION = 1
 
 
 def cache_path(environ: Mapping[str, str]) -> Path | None:
-    """Where the cache lives, or None when it is disabled."""
-    configured = environ.get("AVO_PLUGINS_CACHE", "").strip()
-    if configured.lower() in _OFF:
-        return None
-    if configured:
-        return Path(configured).expanduser()
-    base = environ.get("XDG_CACHE_HOME", "").strip()
-    home = environ.get("HOME", "").strip()
-    if not base and not home:  # an environment without a home (tests) gets no cache
-        return None
-    root = Path(base) if base else Path(home) / ".cache"
-    return root / "avo" / "plugin-status.json"
+    """Where the cache lives (``plugin-status.json`` in avo's cache directory), or None."""
+    directory = cache_dir(environ)
+    return directory / "plugin-status.json" if directory else None
 
 
 def _mtime(path: Path) -> int:
