@@ -50,7 +50,11 @@ class _TimedStore(InMemoryEventStore):
 async def _one(n: int, *, trace_memory: bool = False) -> dict[str, float]:
     store = _TimedStore()
     tool = FunctionTool(
-        name="echo", description="echo n", arguments_model=EchoArgs, function=lambda a: {"n": a.n}
+        name="echo",
+        description="echo n",
+        arguments_model=EchoArgs,
+        function=lambda a: {"n": a.n},
+        run_in_thread=False,  # measure the kernel, not a thread hop
     )
     runtime = AgentRuntime(
         provider=FakeProvider(_script(n), record_requests=False),

@@ -288,3 +288,32 @@ async def test_tools_registered_later_are_advertised(answer: Any, echo_tool: Any
     await runtime.run("t")
     assert [tool.name for tool in provider.requests[0].tools] == ["echo"]
     assert runtime.approval_callback(ToolCall(name="echo")) is True
+
+
+async def test_blocking_sync_tool_runs_off_the_loop(call: Any, answer: Any) -> None:
+    import time
+
+    class A(BaseModel):
+        n: int
+
+    def block(args: A) -> None:
+        time.sleep(0.6)  # a blocking call: must not stall the loop or beat the timeout
+
+    tool = FunctionTool(name="block", description="Blocks.", arguments_model=A, function=block)
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        for _ in range(5):
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.02)
+
+    runtime = AgentRuntime(
+        provider=FakeProvider([call("block", n=1), answer()]),
+        tools=[tool],
+        policy=LoopPolicy(tool_timeout_seconds=0.2),
+    )
+    result, _ = await asyncio.gather(runtime.run("t"), ticker())
+    events = await runtime.event_store.get_events(result.run_id)
+    failed = next(e.payload for e in events if e.event_type is EventType.TOOL_FAILED)
+    assert "exceeded the configured timeout of 0.2 seconds" in failed["error"]
+    assert len(ticks) == 5 and ticks[-1] - ticks[0] < 0.5  # the loop kept ticking

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import inspect
@@ -77,7 +78,12 @@ def to_anthropic_tool(tool_name: str, description: str, model: type[BaseModel]) 
 
 
 class FunctionTool(Generic[ArgumentsT]):
-    """A tool made from a function and a pydantic arguments model."""
+    """A tool made from a function and a pydantic arguments model.
+
+    ``function`` may be sync or async. A sync function runs in a worker thread
+    (``run_in_thread=False`` runs it on the event loop, for trivial functions).
+    ``risk`` classifies the tool for the permission modes (None = undeclared).
+    """
 
     def __init__(
         self,
@@ -87,6 +93,7 @@ class FunctionTool(Generic[ArgumentsT]):
         arguments_model: type[ArgumentsT],
         function: ToolCallable[ArgumentsT],
         risk: ToolRisk | None = None,
+        run_in_thread: bool = True,
     ) -> None:
         if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
             raise TypeError(
@@ -96,6 +103,10 @@ class FunctionTool(Generic[ArgumentsT]):
         self.name = name
         self.arguments_model = arguments_model
         self.function = function
+        # A plain (sync) function runs in a worker thread so a slow one cannot stall
+        # the event loop (other runs, timeouts, cancellation). Context variables
+        # (e.g. a bound workspace) are carried into the thread.
+        self._offload = run_in_thread and not inspect.iscoroutinefunction(function)
         self._metadata = ToolMetadata(
             name=name,
             description=description,
@@ -117,7 +128,10 @@ class FunctionTool(Generic[ArgumentsT]):
                 f"Invalid arguments for tool {self.name!r}: {exc}", tool_name=self.name
             ) from exc
         try:
-            value = self.function(parsed)
+            if self._offload:
+                value = await asyncio.to_thread(self.function, parsed)
+            else:
+                value = self.function(parsed)
             if inspect.isawaitable(value):
                 value = await value
             return to_jsonable_python(value)  # type: ignore[no-any-return]
