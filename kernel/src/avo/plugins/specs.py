@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 # Only stdlib at import time: every plugin imports this module, and
@@ -27,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from avo.risk import ToolRisk
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from pydantic import BaseModel
 
 PLUGIN_API_VERSION = "1.0"
