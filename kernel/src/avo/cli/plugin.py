@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import importlib
 import json
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -186,6 +185,8 @@ def _show(manager: PluginManager, name: str, *, kind: str | None, as_json: bool)
 
 
 def _pip(*arguments: str) -> int:
+    import subprocess
+
     command = [sys.executable, "-m", "pip", *arguments]
     print("$ " + " ".join(command), flush=True)
     return subprocess.run(command, check=False).returncode

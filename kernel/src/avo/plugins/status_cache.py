@@ -17,7 +17,6 @@ with neither variable gets no cache).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -37,9 +36,9 @@ def cache_path(environ: Mapping[str, str]) -> Path | None:
     return directory / "plugin-status.json" if directory else None
 
 
-def _mtime(path: Path) -> int:
+def _mtime(path: str) -> int:
     try:
-        return path.stat().st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except OSError:
         return -1
 
@@ -48,13 +47,13 @@ def _module_mtime(value: str, cache: dict[str, int]) -> int:
     module = value.split(":", 1)[0].strip()
     if module in cache:
         return cache[module]
-    parts = module.split(".")
+    relative = os.path.join(*module.split("."))
     found = -1
     for base in sys.path:
         if not base:
             continue
-        stem = Path(base).joinpath(*parts)
-        for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+        stem = os.path.join(base, relative)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
             found = _mtime(candidate)
             if found != -1:
                 break
@@ -65,7 +64,7 @@ def _module_mtime(value: str, cache: dict[str, int]) -> int:
 
 
 def fingerprint(manager: PluginManager, entries: list[PluginEntry]) -> str:
-    """The cache key: everything the load check's outcome depends on."""
+    """The cache key (a JSON string): everything the load check's outcome depends on."""
     modules: dict[str, int] = {}
     parts: list[Any] = [
         _VERSION,
@@ -77,8 +76,9 @@ def fingerprint(manager: PluginManager, entries: list[PluginEntry]) -> str:
         sorted(manager.allow) if manager.allow is not None else None,
     ]
     for entry in sorted(entries, key=lambda e: (e.group, e.name, e.package or "")):
-        dist_mtime = _mtime(Path(entry.dist_path)) if entry.dist_path else -1
-        record_mtime = _mtime(Path(entry.dist_path) / "RECORD") if entry.dist_path else -1
+        dist = entry.dist_path
+        dist_mtime = _mtime(dist) if dist else -1
+        record_mtime = _mtime(os.path.join(dist, "RECORD")) if dist else -1
         parts.append(
             [
                 entry.group,
@@ -92,7 +92,7 @@ def fingerprint(manager: PluginManager, entries: list[PluginEntry]) -> str:
                 _module_mtime(entry.value, modules),
             ]
         )
-    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+    return json.dumps(parts, default=str)
 
 
 def cached_status(
