@@ -1,0 +1,106 @@
+"""A tool loop that SIGKILLs itself around its K-th store write (run by test_postgres_crash.py).
+
+    python postgres_crasher.py DSN SCHEMA RUN_ID EFFECTS_FILE KILL_AT WHEN
+
+WHEN is ``before`` (the write is never sent) or ``after`` (it committed but
+nobody saw the answer). The tool appends its call id to EFFECTS_FILE, the
+side effect that must never happen twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from avo.models import ModelResponse, ToolCall
+from avo.providers.fake import FakeProvider
+from avo.runtime import AgentRuntime
+from avo.tools import FunctionTool
+from avo_postgres import PostgresEventStore
+
+STEPS = 5
+WRITES = (
+    "create_run",
+    "append_event",
+    "append_event_and_update_run",
+    "save_checkpoint",
+    "finalize_run",
+    "update_run",
+)
+
+
+def script(run_id: str) -> list[ModelResponse]:
+    """The model's answers: STEPS tool calls, then a final answer."""
+    calls = [
+        ModelResponse(
+            tool_call=ToolCall(tool_call_id=f"{run_id}-call-{n}", name="effect", arguments={"n": n})
+        )
+        for n in range(STEPS)
+    ]
+    return [*calls, ModelResponse(content="finished")]
+
+
+class EffectArgs(BaseModel):
+    """Arguments of the side-effect tool."""
+
+    n: int
+
+
+def effect_tool(path: str, run_id: str) -> FunctionTool[EffectArgs]:
+    """A tool whose every call appends one line (its call id) to ``path``."""
+
+    def effect(args: EffectArgs) -> dict[str, int]:
+        with open(path, "a") as fh:
+            fh.write(f"{run_id}-call-{args.n}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return {"done": args.n}
+
+    return FunctionTool(
+        name="effect", description="A side effect.", arguments_model=EffectArgs, function=effect
+    )
+
+
+class _KillAround:
+    def __init__(self, inner: Any, kill_at: int, after: bool) -> None:
+        self._inner = inner
+        self._kill_at = kill_at
+        self._after = after
+        self._writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in WRITES:
+            return attr
+
+        async def write(*args: Any) -> Any:
+            self._writes += 1
+            if self._writes == self._kill_at and not self._after:
+                os.kill(os.getpid(), signal.SIGKILL)
+            result = await attr(*args)
+            if self._writes == self._kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+
+        return write
+
+
+async def main(argv: list[str]) -> None:
+    dsn, schema, run_id, effects, kill_at, when = argv
+    store = PostgresEventStore(dsn, schema=schema)
+    runtime = AgentRuntime(
+        provider=FakeProvider(script(run_id)),
+        tools=[effect_tool(effects, run_id)],
+        event_store=_KillAround(store, int(kill_at), when == "after"),  # type: ignore[arg-type]
+    )
+    await runtime.run("crash test", run_id=run_id)
+    await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

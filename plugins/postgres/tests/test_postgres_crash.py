@@ -1,0 +1,118 @@
+"""SIGKILL at seeded random points of a tool loop on PostgreSQL, then resume.
+
+Each trial is a real process (``postgres_crasher.py``) that kills itself just
+before or just after its K-th store write (a 5-step run makes 78). Afterwards
+the store must hold a valid log, and ``resume`` must either complete the run
+with no tool side effect repeated or refuse with ``UnsafeResumeError`` (a tool
+started without a durable result) — never run an effect twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from avo.events import EventType, RunLogState, validate_event_append
+from avo.exceptions import (
+    CheckpointNotFoundError,
+    RunAlreadyTerminalError,
+    RunNotFoundError,
+    UnsafeResumeError,
+)
+from avo.providers.fake import FakeProvider
+from avo.runtime import AgentRuntime
+from avo_postgres import PostgresEventStore
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import postgres_crasher as crasher  # noqa: E402
+
+TRIALS = 12
+SEED = 20261202
+TOTAL_WRITES = 78
+
+
+def _run_children(dsn: str, schema: str, plans: list[tuple[str, int, str]], effects: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "postgres_crasher.py"),
+                dsn,
+                schema,
+                run_id,
+                str(effects),
+                str(kill_at),
+                when,
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for run_id, kill_at, when in plans
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -9, f"child did not die by SIGKILL: {err[-2000:]}"
+
+
+async def test_sigkill_at_random_points_then_resume(
+    pg_schema: tuple[str, str], tmp_path: Path
+) -> None:
+    dsn, schema = pg_schema
+    rng = random.Random(SEED)
+    plans = [
+        (f"crash-{i}", rng.randint(1, TOTAL_WRITES), rng.choice(["before", "after"]))
+        for i in range(TRIALS)
+    ]
+    effects = tmp_path / "effects.txt"
+    effects.touch()
+    async with PostgresEventStore(dsn, schema=schema) as store:
+        await store.connect()  # migrate once before the children race to
+    await asyncio.to_thread(_run_children, dsn, schema, plans, effects)
+
+    outcomes: Counter[str] = Counter()
+    async with PostgresEventStore(dsn, schema=schema) as store:
+        for run_id, kill_at, when in plans:
+            trial = f"{run_id} (killed {when} write {kill_at})"
+            events = await store.get_events(run_id)
+            log = RunLogState(run_id=run_id)
+            for stored in events:  # the log left by the crash is a valid one
+                validate_event_append(log, stored)
+                log.apply(stored)
+            assert [e.sequence for e in events] == list(range(1, len(events) + 1)), trial
+            runtime = AgentRuntime(
+                provider=FakeProvider(crasher.script(run_id)),
+                tools=[crasher.effect_tool(str(effects), run_id)],
+                event_store=store,
+            )
+            try:
+                result = await runtime.resume(run_id)
+            except UnsafeResumeError:
+                outcomes["refused: tool started without a durable result"] += 1
+                assert log.open_tool_calls, trial
+            except CheckpointNotFoundError:
+                outcomes["refused: no checkpoint yet"] += 1
+            except RunNotFoundError:
+                outcomes["refused: run never created"] += 1
+                assert events == [], trial
+            except RunAlreadyTerminalError:
+                outcomes["already finished"] += 1
+            else:
+                outcomes["resumed to completion"] += 1
+                assert result.status.value == "completed", trial
+                after = await store.get_events(run_id)
+                completed = [e for e in after if e.event_type is EventType.TOOL_COMPLETED]
+                assert len(completed) == crasher.STEPS, trial
+            # Never a repeated side effect, resumed or not.
+            lines = Counter(line for line in effects.read_text().splitlines())
+            mine = {call: n for call, n in lines.items() if call.startswith(f"{run_id}-")}
+            assert all(n == 1 for n in mine.values()), f"{trial}: effect repeated {mine}"
+    assert outcomes["resumed to completion"] >= 1, outcomes
