@@ -271,3 +271,15 @@ def test_gc_bad_flags(
     _seed_for_gc(db)
     code, _, err = _avo(capsys, "runs", "gc", *flags, "-d", str(db))
     assert code == 2 and err.startswith(message)
+
+
+def test_missing_sqlite_url_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _avo(capsys, "runs", "list", "-d", "sqlite:///absent.db")
+    assert code == 2 and "no event store at sqlite:///absent.db" in err
+    assert not (tmp_path / "absent.db").exists()
+    _run(tmp_path / "present.db", [ModelResponse(content="x")])
+    code, out, _ = _avo(capsys, "runs", "list", "-d", "sqlite:///present.db")
+    assert code == 0 and "completed" in out

@@ -184,3 +184,26 @@ async def test_a_refused_write_keeps_the_buffered_ones(tmp_path: Path) -> None:
         assert await store.get_latest_checkpoint(run_id) is None
         ok = await store.append_event(event(run_id, EventType.MODEL_REQUESTED))
         assert ok.sequence == 6
+
+
+async def test_leases_hold_across_connections(tmp_path: Path) -> None:
+    import pytest
+
+    from avo.exceptions import LeaseError
+
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path) as first, SQLiteEventStore(path) as second:
+        run_id = await start_run(first)
+        stale = await first.acquire_lease(run_id, "worker-a", 0.05)
+        with pytest.raises(LeaseError, match="worker-a"):
+            await second.acquire_lease(run_id, "worker-b", 30)
+        with pytest.raises(LeaseError):
+            await second.append_event(event(run_id, EventType.MODEL_REQUESTED))
+        await asyncio.sleep(0.15)  # worker-a's lease expires, worker-b takes over
+        fresh = await second.acquire_lease(run_id, "worker-b", 30)
+        with pytest.raises(LeaseError, match="fenced off"):
+            await first.fenced(stale).append_event(event(run_id, EventType.MODEL_REQUESTED))
+        stored = await second.fenced(fresh).append_event(event(run_id, EventType.MODEL_REQUESTED))
+        assert stored.sequence == 5
+        await second.flush()  # group commit: make it visible to the other connection
+        assert [e.sequence for e in await first.get_events(run_id)] == [1, 2, 3, 4, 5]

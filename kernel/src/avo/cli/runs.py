@@ -78,7 +78,12 @@ def _location(args: argparse.Namespace) -> str:
 
         raw = database_path_from_env(getattr(args, "avo_environ", None)) or DEFAULT_DATABASE
     text = str(raw)
-    if not _SCHEME.match(text) and not Path(text).exists():
+    match = _SCHEME.match(text)
+    # a file location: a bare path, or a sqlite:///path URL
+    path = text if match is None else (text[9:] if text.startswith("sqlite://") else None)
+    if path is not None and path.startswith("/") and match is not None:
+        path = path[1:]  # sqlite:///relative.db, sqlite:////absolute.db
+    if path is not None and not Path(path).exists():
         raise ConfigError(
             f"no event store at {text} (the file does not exist); pass --database PATH or a "
             "store URL",
