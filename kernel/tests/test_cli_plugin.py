@@ -111,3 +111,13 @@ def test_init_refuses_bad_names_and_existing_dirs(
     args = ["plugin", "init", "ok", "--kind", "tool", "--directory", str(tmp_path / "x")]
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_install_failure_is_an_avo_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # real pip, never the network
+    missing = str(tmp_path / "avo_missing-1.0.0-py3-none-any.whl")
+    assert main(["plugin", "install", missing], environ={}) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"avo: pip install {missing} failed with exit code")
