@@ -21,14 +21,12 @@ whose token is not the run's newest is refused with
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -41,13 +39,11 @@ from avo.events import (
 )
 from avo.exceptions import EventInvariantError, LeaseError, StorageError
 from avo.models import Checkpoint, RunRecord
-from avo.state import RunState, is_terminal
 from avo.storage.leases import Lease
 from avo_postgres import leases
 from avo_postgres.checkpoints import (
     CachedLists,
     CheckpointRows,
-    dumps,
     load_previous,
     plan_checkpoint,
     read_latest,
@@ -61,8 +57,9 @@ from avo_postgres.connection import (
     storage_errors,
 )
 from avo_postgres.leases import FencedPostgresStore
+from avo_postgres.rows import decode_event, decode_record, row_is_terminal
 from avo_postgres.schema import migrate
-from avo_postgres.writes import Head, build_write, learn_tool_call, load_head
+from avo_postgres.writes import Head, build_write, insert_run, learn_tool_call, load_head
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -262,7 +259,7 @@ class PostgresEventStore:
             )
             if row is None:
                 return False
-            if not _terminal(row):
+            if not row_is_terminal(row):
                 raise StorageError(
                     f"run {run_id} is not finished; only terminal runs can be deleted"
                 )
@@ -282,34 +279,7 @@ class PostgresEventStore:
         stored = event.model_copy(update={"sequence": 1})
         log.apply(stored)
         async with self._transaction(f"creating run {run.run_id}") as conn:
-            await leases.lock_run_leases(conn, run.run_id)
-            inserted = await conn.fetchval(
-                "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record, "
-                "log_created, log_state, last_sequence) "
-                "VALUES ($1, $2, $3, $4, $5::json, true, $6, 1) "
-                "ON CONFLICT (run_id) DO NOTHING RETURNING true",
-                run.run_id,
-                run.state.value,
-                run.created_at,
-                run.updated_at,
-                run.model_dump_json(),
-                log.state.value,
-            )
-            if not inserted:
-                raise StorageError(
-                    f"run {run.run_id} already exists; a run is created once, with a fresh id"
-                )
-            await leases.adopt_pending_lease(conn, run.run_id, lease)
-            await conn.execute(
-                "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
-                "payload, parent_event_id) VALUES ($1, 1, $2, $3, $4, $5::json, $6)",
-                run.run_id,
-                stored.event_id,
-                stored.event_type.value,
-                stored.created_at,
-                dumps(stored.payload),
-                stored.parent_event_id,
-            )
+            await insert_run(conn, run, stored, lease)
         self._remember(Head(log=log, complete=True))
         return run
 
@@ -489,7 +459,7 @@ class PostgresEventStore:
             f"reading run {run_id}",
             lambda conn: conn.fetchval("SELECT record FROM avo_runs WHERE run_id = $1", run_id),
         )
-        return None if text is None else _record(text)
+        return None if text is None else decode_record(text)
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
@@ -499,7 +469,7 @@ class PostgresEventStore:
                 "SELECT record FROM avo_runs ORDER BY created_at DESC, insert_order DESC"
             ),
         )
-        return [_record(row["record"]) for row in rows]
+        return [decode_record(row["record"]) for row in rows]
 
     async def get_events(self, run_id: str) -> list[AgentEvent]:
         """The run's events in ascending sequence ([] for an unknown run)."""
@@ -511,7 +481,7 @@ class PostgresEventStore:
                 run_id,
             ),
         )
-        return [_event(row) for row in rows]
+        return [decode_event(row) for row in rows]
 
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """The run's latest checkpoint in full (one consistent snapshot), or None."""
@@ -530,7 +500,7 @@ class PostgresEventStore:
                 "SELECT log_terminal, state FROM avo_runs WHERE run_id = $1", run_id
             ),
         )
-        return row is not None and _terminal(row)
+        return row is not None and row_is_terminal(row)
 
 
 def _same_run(run: RunRecord, event: AgentEvent) -> None:
@@ -539,24 +509,3 @@ def _same_run(run: RunRecord, event: AgentEvent) -> None:
             f"run record {run.run_id} and event {event.event_type.value} of run "
             f"{event.run_id} disagree; pass the record of the event's run"
         )
-
-
-def _terminal(row: Any) -> bool:
-    return bool(row["log_terminal"]) or is_terminal(RunState(row["state"]))
-
-
-def _record(text: str) -> RunRecord:
-    return RunRecord.model_validate_json(text)
-
-
-def _event(row: Any) -> AgentEvent:
-    created_at: datetime = row["created_at"]
-    return AgentEvent(
-        event_id=row["event_id"],
-        run_id=row["run_id"],
-        sequence=row["sequence"],
-        event_type=EventType(row["event_type"]),
-        created_at=created_at,
-        payload=json.loads(row["payload"]),
-        parent_event_id=row["parent_event_id"],
-    )

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avo.events import AgentEvent, EventType, RunLogState
-from avo.exceptions import LeaseError, RunNotFoundError
+from avo.exceptions import LeaseError, RunNotFoundError, StorageError
 from avo.models import RunRecord
 from avo.state import RunState
 from avo.storage.leases import Lease
@@ -244,3 +244,41 @@ def _checkpoint_ctes(p: _Params, rows: CheckpointRows) -> list[str]:
         f"head, lengths) SELECT upd.run_id, {p(rows.ordinal)}, {p(rows.checkpoint_id)}, "
         f"{p(rows.created_at)}, {p(rows.head)}::json, {p(rows.lengths)}::json FROM upd)",
     ]
+
+
+async def insert_run(conn: Any, run: RunRecord, created: AgentEvent, lease: Lease | None) -> None:
+    """In create_run's transaction: insert the run row and its RUN_CREATED event (sequence 1).
+
+    StorageError when the run exists; LeaseError when a lease taken before the
+    run existed forbids this creator (see :mod:`avo_postgres.leases`).
+    """
+    from avo_postgres import leases
+
+    await leases.lock_run_leases(conn, run.run_id)
+    inserted = await conn.fetchval(
+        "INSERT INTO avo_runs (run_id, state, created_at, updated_at, record, "
+        "log_created, log_state, last_sequence) "
+        "VALUES ($1, $2, $3, $4, $5::json, true, $6, 1) "
+        "ON CONFLICT (run_id) DO NOTHING RETURNING true",
+        run.run_id,
+        run.state.value,
+        run.created_at,
+        run.updated_at,
+        run.model_dump_json(),
+        RunState.CREATED.value,
+    )
+    if not inserted:
+        raise StorageError(
+            f"run {run.run_id} already exists; a run is created once, with a fresh id"
+        )
+    await leases.adopt_pending_lease(conn, run.run_id, lease)
+    await conn.execute(
+        "INSERT INTO avo_events (run_id, sequence, event_id, event_type, created_at, "
+        "payload, parent_event_id) VALUES ($1, 1, $2, $3, $4, $5::json, $6)",
+        run.run_id,
+        created.event_id,
+        created.event_type.value,
+        created.created_at,
+        dumps(created.payload),
+        created.parent_event_id,
+    )
