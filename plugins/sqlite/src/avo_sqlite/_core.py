@@ -96,7 +96,6 @@ class SQLiteCore(LeaseOps):
         self.inline_writes = synchronous.upper() in ("OFF", "NORMAL")
         if self.inline_writes:
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
-        self.conn.execute("PRAGMA busy_timeout = 0")  # waiting happens in _begin, off the loop
         self.wal_dirty = False
         self.next_wal_checkpoint = 0.0
         # The worker polls every commit_delay while the store is busy and blocks
@@ -176,29 +175,26 @@ class SQLiteCore(LeaseOps):
         return self.worker_idle and (self.pending_since is not None or self.wal_dirty)
 
     def _begin(self) -> None:
-        """BEGIN IMMEDIATE: at once on the loop thread (or WouldBlock), with retries on the worker.
+        """BEGIN IMMEDIATE; on the loop thread only if the write lock is free right now.
 
-        The connection's own busy timeout is 0, so no statement ever sleeps
-        inside SQLite; only the worker thread waits for another connection's
-        write lock, here, for up to ``BUSY_TIMEOUT_MS``.
+        The connection keeps SQLite's busy timeout (``BUSY_TIMEOUT_MS``) for the
+        worker thread; a loop-thread call sets it to 0 for this one statement and
+        hands the call to the worker (WouldBlock, nothing changed) if it is busy.
         """
-        if self.inline and not self.inline_writes:
+        if not self.inline:
+            self.conn.execute("BEGIN IMMEDIATE")
+            return
+        if not self.inline_writes:
             raise WouldBlock
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        pause = 0.0005
-        while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise
-                if self.inline:
-                    raise WouldBlock from exc
-                if time.monotonic() >= deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise WouldBlock from exc
+            raise
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     @contextmanager
     def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
