@@ -117,6 +117,13 @@ def test_bad_dsn_is_refused_up_front(dsn: str, fragment: str) -> None:
         PostgresEventStore(dsn)
 
 
+async def test_unix_socket_dsn_names_the_socket(tmp_path: Any) -> None:
+    store = PostgresEventStore(f"postgresql://avo@/avo?host={tmp_path}&port=5999")
+    with pytest.raises(StorageError) as caught:
+        await store.get_run("any")
+    assert f"at {tmp_path}:5999 (database 'avo', user 'avo')" in str(caught.value)
+
+
 def test_bad_schema_name_is_refused() -> None:
     with pytest.raises(StorageError, match="not a plain identifier"):
         PostgresEventStore("postgresql://u@h/db", schema="x; DROP TABLE y")

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from avo.exceptions import StorageError
 
@@ -37,6 +37,9 @@ class ServerAddress:
 def parse_dsn(dsn: str) -> ServerAddress:
     """Read host, port, database and user from a ``postgresql://`` URL.
 
+    ``host``/``port``/``user``/``dbname`` query parameters (a Unix socket
+    directory as host, for instance) count when the URL leaves them out.
+
     Raises StorageError naming the bad value when the DSN is not such a URL.
     """
     try:
@@ -52,9 +55,12 @@ def parse_dsn(dsn: str) -> ServerAddress:
             f"invalid PostgreSQL DSN {redact_dsn(dsn)!r}: scheme must be postgresql:// or "
             "postgres://, e.g. postgresql://avo@127.0.0.1:5432/avo"
         )
-    host = unquote(parts.hostname or "") or "localhost"
-    user = unquote(parts.username or "") or "(default)"
-    database = unquote(parts.path.lstrip("/")) or user
+    query = parse_qs(parts.query)
+    host = unquote(parts.hostname or "") or query.get("host", [""])[0] or "localhost"
+    if "port" in query and query["port"][0].isdigit():
+        port = int(query["port"][0])
+    user = unquote(parts.username or "") or query.get("user", [""])[0] or "(default)"
+    database = unquote(parts.path.lstrip("/")) or query.get("dbname", [""])[0] or user
     return ServerAddress(host=host, port=port, database=database, user=user)
 
 
