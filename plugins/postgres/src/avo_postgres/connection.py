@@ -79,14 +79,21 @@ def redact_dsn(dsn: str) -> str:
 def _connect_failure(address: ServerAddress, exc: BaseException, timeout: float) -> StorageError:
     import asyncpg
 
+    where = (
+        f"Unix-socket connections in {address.host} (port {address.port})"
+        if address.host.startswith("/")
+        else f"TCP connections on {address.host}:{address.port}"
+    )
     check = (
-        f"check that PostgreSQL is running and accepts TCP connections on {address.host}:"
-        f"{address.port} (try: pg_isready -h {address.host} -p {address.port})"
+        f"check that PostgreSQL is running and accepts {where} "
+        f"(try: pg_isready -h {address.host} -p {address.port})"
     )
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         reason = f"no answer within {timeout:g} s"
     elif isinstance(exc, ConnectionRefusedError):
         reason = "connection refused"
+    elif isinstance(exc, FileNotFoundError):
+        reason = "no server socket there"
     elif isinstance(exc, asyncpg.InvalidCatalogNameError):
         reason = f"database {address.database!r} does not exist"
         check = f"create it (createdb -h {address.host} -p {address.port} {address.database})"
