@@ -143,10 +143,7 @@ def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
     from avo.hooks import HookDecision, HookEvent
 
     async def notify(context: Any) -> Any:
-        try:
-            from avo.notifications import Notification  # type: ignore[import-not-found]
-        except ImportError:
-            from avo.compose._notification import Notification
+        from avo.notifications import Notification
         if context.event is HookEvent.STOP:
             run = context.run
             state = getattr(getattr(run, "state", None), "value", "finished")
