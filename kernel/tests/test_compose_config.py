@@ -284,7 +284,8 @@ async def test_permission_hooks_and_notifiers_come_from_plugins(tmp_path: Path) 
     assert seen_tools == [["shout"]]
     assert result.stop_reason is not None and result.stop_reason.value == "policy_denied"
     assert sent[0] == "pre shout"
-    assert any("stopped" in getattr(n, "title", "") for n in sent[1:])
+    [note] = [n for n in sent[1:] if "stopped" in getattr(n, "title", "")]
+    assert note.level == "warning" and "stop reason: policy_denied" in note.body
 
 
 class _Crash(BaseException):

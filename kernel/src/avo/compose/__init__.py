@@ -144,10 +144,17 @@ def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
 
     async def notify(context: Any) -> Any:
         from avo.notifications import Notification
+
         if context.event is HookEvent.STOP:
             run = context.run
             state = getattr(getattr(run, "state", None), "value", "finished")
-            note = Notification(title=f"avo run {context.run_id} {state}", body=str(run or ""))
+            reason = getattr(getattr(run, "stop_reason", None), "value", "-")
+            detail = getattr(run, "error", None) or getattr(run, "output", None) or ""
+            body = f"stop reason: {reason}; steps: {getattr(run, 'steps', '?')}"
+            if detail:
+                body += f"\n{str(detail)[:500]}"
+            level = {"failed": "error", "stopped": "warning"}.get(state, "info")
+            note = Notification(title=f"avo run {context.run_id} {state}", body=body, level=level)
         else:
             note = Notification(
                 title=f"avo run {context.run_id}", body=context.notification, level="warning"
