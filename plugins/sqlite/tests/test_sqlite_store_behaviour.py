@@ -207,3 +207,38 @@ async def test_leases_hold_across_connections(tmp_path: Path) -> None:
         assert stored.sequence == 5
         await second.flush()  # group commit: make it visible to the other connection
         assert [e.sequence for e in await first.get_events(run_id)] == [1, 2, 3, 4, 5]
+
+
+async def test_cancelling_a_run_at_any_point_ends_it_cancelled(tmp_path: Path) -> None:
+    """A store call is atomic for its caller: a cancellation landing while a write is in
+    flight is re-delivered after the call returns, so the runtime's view of the log never
+    falls behind the store (which would make its CANCELLED transition illegal)."""
+    import random
+
+    from avo.events import RunLogState, validate_event_append
+
+    rng = random.Random(7)
+    script = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(15)]
+    tool = FunctionTool(
+        name="echo", description="echo", arguments_model=_Args, function=lambda a: {"n": a.n}
+    )
+    async with SQLiteEventStore(tmp_path / "avo.db") as store:
+        for _ in range(25):
+            runtime = AgentRuntime(
+                provider=FakeProvider([*script, ModelResponse(content="done")]),
+                tools=[tool],
+                event_store=store,
+                policy=LoopPolicy(max_steps=20),
+            )
+            task = asyncio.create_task(runtime.run("cancel me"))
+            for _ in range(rng.randrange(1, 120)):
+                await asyncio.sleep(0)
+            task.cancel()
+            result = await task  # never an EventInvariantError
+            assert result.status.value in ("cancelled", "completed"), result
+            events = await store.get_events(result.run_id)
+            state = RunLogState(run_id=result.run_id)
+            for stored in events:
+                validate_event_append(state, stored)
+                state.apply(stored)
+            assert state.terminal

@@ -8,6 +8,7 @@ only the run that is waiting for it, never the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +23,19 @@ from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
 _BLOCKED = object()
+
+
+def _cancel_again() -> None:
+    """Re-deliver a cancellation caught inside a store call at the caller's next await.
+
+    A store call is atomic for its caller: when the task is cancelled while a
+    write is in flight (or just done), the call still returns what was stored
+    and the task is cancelled again, keeping its cancellation count unchanged.
+    """
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+        task.cancel()
 
 
 def _location_to_path(location: str | Path) -> Path:
@@ -98,9 +112,23 @@ class SQLiteEventStore:
                 core.lock.release()
             if result is not _BLOCKED:
                 # Let other tasks (other runs) take a turn, as a real I/O wait would.
-                await asyncio.sleep(0)
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError:
+                    _cancel_again()
                 return cast(T, result)
-        return await asyncio.wrap_future(self._worker.submit(fn, *args))
+        future = asyncio.wrap_future(self._worker.submit(fn, *args))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The write may already be durable: finish it and hand its result back, so
+            # the caller's view (its RunLogState) matches the store; the cancellation is
+            # delivered at the caller's next await instead.
+            while not future.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(future)
+            _cancel_again()
+            return cast(T, future.result())
 
     # ------------------------------------------------------------------ protocol
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
