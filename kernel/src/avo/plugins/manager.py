@@ -153,9 +153,10 @@ class PluginManager:
         disables entry-point autoloading, ``AVO_PLUGINS_BLOCK=a,b`` blocks
         plugins (by name, ``kind:name`` or package), ``AVO_PLUGINS_ALLOW=a,b``
         loads only the listed ones.
-    :param autoload: ``False`` discovers no entry points (tests pass this and
-        :meth:`register` what they need); the environment wins when it sets
-        ``AVO_PLUGINS_AUTOLOAD``.
+    :param autoload: ``False`` loads no entry point except
+        :data:`ESSENTIAL_PLUGINS` (tests pass this and :meth:`register` what
+        they need; the others still show as disabled in :meth:`status`); the
+        environment wins when it sets ``AVO_PLUGINS_AUTOLOAD``.
     :param block: names to block in addition to ``AVO_PLUGINS_BLOCK``.
     :param allow: an allow-list; ``AVO_PLUGINS_ALLOW`` wins when set.
     :param path: where to look for distributions (default ``sys.path``).
