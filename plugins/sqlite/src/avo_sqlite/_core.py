@@ -107,6 +107,9 @@ class SQLiteCore(LeaseOps):
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
         self._cursors: OrderedDict[str, CheckpointCursor] = OrderedDict()
         self._keys: dict[str, int] = {}
+        # Run records written by effect-free appends, kept until the transaction's
+        # next read of `runs` or its commit: a step rewrites its run head 7 times.
+        self._pending_runs: dict[str, RunRecord] = {}
         # Checks already made inside the open transaction (no other writer can interleave).
         self._fresh: set[str] = set()
         self._leases_checked: set[tuple[str, int | None]] = set()
@@ -132,8 +135,10 @@ class SQLiteCore(LeaseOps):
         self._fresh.clear()
         self._leases_checked.clear()
         if not self.conn.in_transaction:
+            self._pending_runs.clear()
             return
         try:
+            self._sync_runs()
             self.conn.execute("COMMIT")
             self.wal_dirty = True
         except sqlite3.Error as exc:
@@ -147,8 +152,19 @@ class SQLiteCore(LeaseOps):
             )
             raise self._broken from exc
 
+    def _sync_runs(self) -> None:
+        """Write the deferred run records (inside the open transaction)."""
+        if self._pending_runs:
+            self.conn.executemany(
+                "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
+                " WHERE run_id = ?",
+                [_run_params(run) for run in self._pending_runs.values()],
+            )
+            self._pending_runs.clear()
+
     def _abandon(self, action: str, exc: BaseException) -> None:
         """Roll back a transaction a write left half-done (and its buffered writes)."""
+        self._pending_runs.clear()
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
         self.pending_since = None
@@ -217,6 +233,7 @@ class SQLiteCore(LeaseOps):
         except BaseException as exc:
             self._forget(run_id)
             if outer:
+                self._pending_runs.clear()
                 conn.execute("ROLLBACK")
                 self.flush()
             elif conn.total_changes != changes:
@@ -291,14 +308,12 @@ class SQLiteCore(LeaseOps):
         state.apply(stored)
         return stored
 
-    def _put_run(self, run: RunRecord, *, insert: bool) -> None:
-        params = (
-            run.created_at.isoformat(),
-            run.updated_at.isoformat(),
-            run.state.value,
-            run.model_dump_json(),
-            run.run_id,
-        )
+    def _put_run(self, run: RunRecord, *, insert: bool, defer: bool = False) -> None:
+        if defer:  # the run exists: the event just appended to it validated
+            self._pending_runs[run.run_id] = run
+            return
+        self._pending_runs.pop(run.run_id, None)  # superseded by this write
+        params = _run_params(run)
         if insert:
             cursor = self.conn.execute(
                 "INSERT INTO runs (created_at, updated_at, state, record, run_id)"
@@ -360,7 +375,7 @@ class SQLiteCore(LeaseOps):
         with self._write(run.run_id, "appending an event", barrier=barrier):
             self._check_lease(run.run_id, lease)
             stored = self._append(*self._log_state(run.run_id), event)
-            self._put_run(run, insert=False)
+            self._put_run(run, insert=False, defer=True)
         return stored, run
 
     def update_run(self, run: RunRecord, lease: Lease | None) -> RunRecord:
@@ -423,6 +438,7 @@ class SQLiteCore(LeaseOps):
 
     def delete_run(self, run_id: str) -> bool:
         with self._write(run_id, "deleting a run", barrier=True) as conn:
+            self._sync_runs()
             row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return False
@@ -473,6 +489,7 @@ class SQLiteCore(LeaseOps):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._read("reading a run"):
+            self._sync_runs()
             row = self.conn.execute(
                 "SELECT record FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
@@ -480,6 +497,7 @@ class SQLiteCore(LeaseOps):
 
     def list_runs(self) -> list[RunRecord]:
         with self._read("listing runs"):
+            self._sync_runs()
             rows = self.conn.execute(
                 "SELECT record FROM runs ORDER BY created_at DESC, rowid DESC"
             ).fetchall()
@@ -501,6 +519,7 @@ class SQLiteCore(LeaseOps):
 
     def is_terminal_run(self, run_id: str) -> bool:
         with self._read("reading a run"):
+            self._sync_runs()
             row = self.conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 return False
@@ -520,6 +539,16 @@ class SQLiteCore(LeaseOps):
         free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
         size = self.conn.execute("PRAGMA page_size").fetchone()[0]
         return int((pages - free) * size)
+
+
+def _run_params(run: RunRecord) -> tuple[str, str, str, str, str]:
+    return (
+        run.created_at.isoformat(),
+        run.updated_at.isoformat(),
+        run.state.value,
+        run.model_dump_json(),
+        run.run_id,
+    )
 
 
 class _ReadGuard:
