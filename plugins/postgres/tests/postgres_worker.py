@@ -103,7 +103,11 @@ async def _barrier(dsn: str, schema: str, name: str, workers: int, me: int) -> N
 
 
 async def _drive_runs(
-    store: PostgresEventStore, me: int, runs: int, acked: list[tuple[str, str, int]]
+    store: PostgresEventStore,
+    me: int,
+    runs: int,
+    acked: list[tuple[str, str, int]],
+    finished: asyncio.Queue[int],
 ) -> list[dict[str, Any]]:
     done = []
     for n in range(runs):
@@ -127,19 +131,26 @@ async def _drive_runs(
         result = await runtime.run(f"task {run_id}", run_id=run_id)
         await store.release_lease(lease)
         done.append({"run_id": run_id, "status": result.status.value, "output": result.output})
+        finished.put_nowait(n)
     return done
 
 
 async def _hammer_hot_runs(
-    store: PostgresEventStore, me: int, hot: list[str], rounds: int, acked: list[Any]
+    store: PostgresEventStore,
+    me: int,
+    hot: list[str],
+    rounds: int,
+    acked: list[Any],
+    finished: asyncio.Queue[int],
 ) -> None:
+    """One append to every hot run per finished agent run, so appends spread over the phase."""
     for n in range(rounds):
+        await finished.get()
         for run_id in hot:
             stored = await store.append_event(
                 event(run_id, EventType.MODEL_REQUESTED, worker=me, n=n)
             )
             acked.append((run_id, stored.event_id, stored.sequence))
-        await asyncio.sleep(0)
 
 
 async def _race_finalize(store: PostgresEventStore, me: int, run_id: str) -> str:
@@ -181,9 +192,10 @@ async def main(argv: list[str]) -> dict[str, Any]:
     acked: list[tuple[str, str, int]] = []
     async with PostgresEventStore(dsn, schema=schema, pool_max_size=4) as store:
         await _barrier(dsn, schema, "start", workers, me)
+        finished: asyncio.Queue[int] = asyncio.Queue()
         done, _ = await asyncio.gather(
-            _drive_runs(store, me, runs, acked),
-            _hammer_hot_runs(store, me, plan["hot"], plan["hot_rounds"], acked),
+            _drive_runs(store, me, runs, acked, finished),
+            _hammer_hot_runs(store, me, plan["hot"], plan["hot_rounds"], acked, finished),
         )
         await _barrier(dsn, schema, "finalize", workers, me)
         finals = await asyncio.gather(*(_race_finalize(store, me, r) for r in plan["race"]))
