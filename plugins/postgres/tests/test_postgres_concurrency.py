@@ -177,12 +177,12 @@ async def test_stale_lease_holder_that_wakes_up_cannot_append(pg_schema: tuple[s
         PostgresEventStore(dsn, schema=schema) as host_b,
     ):
         run_id = await start_run(host_a)
-        stale = await host_a.acquire_lease(run_id, "worker-a", 0.2)
+        stale = await host_a.acquire_lease(run_id, "worker-a", 1.0)
         writer_a = host_a.fenced(stale)
         await writer_a.append_event(event(run_id, EventType.MODEL_REQUESTED, by="a"))
         with pytest.raises(LeaseError, match="leased by 'worker-a'"):
             await host_b.acquire_lease(run_id, "worker-b", 30)
-        await asyncio.sleep(0.4)  # worker A stalls past its lease ...
+        await asyncio.sleep(1.3)  # worker A stalls past its lease ...
         fresh = await host_b.acquire_lease(run_id, "worker-b", 30)
         assert fresh.token > stale.token
         writer_b = host_b.fenced(fresh)

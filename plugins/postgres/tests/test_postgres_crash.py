@@ -60,7 +60,8 @@ def _run_children(dsn: str, schema: str, plans: list[tuple[str, int, str]], effe
     ]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode == -9, f"child did not die by SIGKILL: {err[-2000:]}"
+        # -9: killed as planned; 0: the run made fewer writes than the kill point.
+        assert proc.returncode in (-9, 0), f"child failed: {err[-2000:]}"
 
 
 async def test_sigkill_at_random_points_then_resume(
