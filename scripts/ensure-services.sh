@@ -112,10 +112,10 @@ else
         as_owner "$BIN/initdb" -D "$PG_DATA" -U postgres --auth=trust -E UTF8 --no-locale \
             --no-sync >/dev/null
     fi
-    # A stale pid file from a killed server would block the start.
-    if [[ -f "$PG_DATA/postmaster.pid" ]] && ! as_owner "$BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; then
-        rm -f "$PG_DATA/postmaster.pid"
-    fi
+    # Nothing answers on our port, so a pid file is left over from a killed
+    # server (its pid may even belong to another process by now): drop it,
+    # or it would block the start.
+    rm -f "$PG_DATA/postmaster.pid"
     log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
     opts="-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_SOCK -c max_connections=200"
     opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
