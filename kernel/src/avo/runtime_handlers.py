@@ -76,15 +76,7 @@ def _bind_event_sink(rt: AgentRuntime, ctx: _RunContext) -> None:
 async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Check the bounds, call the provider, record the decision, checkpoint."""
     policy = ctx.policy
-    elapsed = elapsed_seconds(rt, ctx)
-    if policy.runtime_reason(elapsed) is not None:
-        await trigger_policy(
-            rt,
-            ctx,
-            StopReason.MAX_RUNTIME,
-            f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
-            f"after {elapsed:.3f}s.",
-        )
+    if await _stopped_by_runtime_bound(rt, ctx):
         return
     if ctx.next_step > policy.max_steps:
         await trigger_policy(
@@ -409,17 +401,25 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     await _after_observation_checks(rt, ctx)
 
 
-async def _after_observation_checks(rt: AgentRuntime, ctx: _RunContext) -> None:
+async def _stopped_by_runtime_bound(rt: AgentRuntime, ctx: _RunContext) -> bool:
+    """Stop the run (MAX_RUNTIME) once it has run for max_runtime_seconds."""
     policy = ctx.policy
     elapsed = elapsed_seconds(rt, ctx)
-    if policy.runtime_reason(elapsed) is not None:
-        await trigger_policy(
-            rt,
-            ctx,
-            StopReason.MAX_RUNTIME,
-            f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
-            f"after {elapsed:.3f}s.",
-        )
+    if policy.runtime_reason(elapsed) is None:
+        return False
+    await trigger_policy(
+        rt,
+        ctx,
+        StopReason.MAX_RUNTIME,
+        f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
+        f"after {elapsed:.3f}s.",
+    )
+    return True
+
+
+async def _after_observation_checks(rt: AgentRuntime, ctx: _RunContext) -> None:
+    policy = ctx.policy
+    if await _stopped_by_runtime_bound(rt, ctx):
         return
     if await _check_consecutive_errors(rt, ctx):
         return
