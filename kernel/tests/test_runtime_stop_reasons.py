@@ -290,3 +290,32 @@ def test_every_stop_reason_is_covered_here(reason: StopReason) -> None:
         "internal_error",
     }
     assert reason.value in covered
+
+
+async def test_cancel_during_a_store_write_that_lands(call: Any, echo_tool: Any) -> None:
+    """A write interrupted by cancellation may still be stored: the runtime re-reads the log."""
+    from avo.storage.memory import InMemoryEventStore
+
+    class SlowWrites(InMemoryEventStore):
+        armed = False
+
+        async def append_event(self, event: Any) -> Any:
+            stored = await super().append_event(event)
+            if self.armed and event.event_type is EventType.TOOL_APPROVED:
+                await asyncio.sleep(60)  # the write landed; the caller is cancelled here
+            return stored
+
+    store = SlowWrites()
+    store.armed = True
+    runtime = AgentRuntime(provider=FakeProvider([call(n=1)]), tools=[echo_tool], event_store=store)
+    task = asyncio.create_task(runtime.run("t"))
+    for _ in range(200):
+        await asyncio.sleep(0)
+        events = [e for run in store._events.values() for e in run]
+        if any(e.event_type is EventType.TOOL_APPROVED for e in events):
+            break
+    task.cancel()
+    result = await task
+    assert (result.status, result.stop_reason) == (RunState.CANCELLED, StopReason.USER_CANCELLED)
+    kinds_ = [e.event_type.value for e in await store.get_events(result.run_id)]
+    assert kinds_.count("tool_approved") == 1 and kinds_[-1] == "run_cancelled"

@@ -242,6 +242,7 @@ class AgentRuntime:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            await self._resync_log(ctx)
             await self._end_on_error(
                 ctx, RunState.CANCELLED, StopReason.USER_CANCELLED, "Run cancelled by the caller."
             )
@@ -263,6 +264,14 @@ class AgentRuntime:
         if self._plugins is not None:
             self._call_plugins("avo_run_finished", run_id=ctx.run_id, result=result)
         return result
+
+    async def _resync_log(self, ctx: _RunContext) -> None:
+        """Re-read the log after a cancellation: a store write it interrupted may have landed."""
+        events = await self.event_store.get_events(ctx.run_id)
+        log = RunLogState.from_events(ctx.run_id, events)
+        if log.last_sequence != ctx.log.last_sequence:
+            ctx.log = log
+            ctx.run = replaced(ctx.run, state=log.state)
 
     async def _end_on_error(
         self, ctx: _RunContext, state: RunState, reason: StopReason, error: str
