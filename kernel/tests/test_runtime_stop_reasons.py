@@ -299,9 +299,9 @@ async def test_cancel_during_a_store_write_that_lands(call: Any, echo_tool: Any)
     class SlowWrites(InMemoryEventStore):
         armed = False
 
-        async def append_event(self, event: Any) -> Any:
-            stored = await super().append_event(event)
-            if self.armed and event.event_type is EventType.TOOL_APPROVED:
+        async def append_event_and_update_run(self, event: Any, run: Any) -> Any:
+            stored = await super().append_event_and_update_run(event, run)
+            if self.armed and event.payload.get("to_state") == "tool_executing":
                 await asyncio.sleep(60)  # the write landed; the caller is cancelled here
             return stored
 
@@ -312,10 +312,12 @@ async def test_cancel_during_a_store_write_that_lands(call: Any, echo_tool: Any)
     for _ in range(200):
         await asyncio.sleep(0)
         events = [e for run in store._events.values() for e in run]
-        if any(e.event_type is EventType.TOOL_APPROVED for e in events):
+        if any(e.payload.get("to_state") == "tool_executing" for e in events):
             break
     task.cancel()
     result = await task
     assert (result.status, result.stop_reason) == (RunState.CANCELLED, StopReason.USER_CANCELLED)
     kinds_ = [e.event_type.value for e in await store.get_events(result.run_id)]
     assert kinds_.count("tool_approved") == 1 and kinds_[-1] == "run_cancelled"
+    final = (await store.get_events(result.run_id))[-2].payload
+    assert final == {"from_state": "tool_executing", "to_state": "cancelled"}
