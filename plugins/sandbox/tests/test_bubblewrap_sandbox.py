@@ -95,7 +95,8 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     executor = BubblewrapExecutor(timeout_seconds=20)
     with pytest.raises(SandboxTimeoutError, match=r"exceeded the timeout of 1\.0 seconds"):
         await executor.run(
-            "(sleep 59.317; echo late > late.txt) & sleep 59.317 & echo started > started.txt; wait",
+            "(sleep 59.317; echo late > late.txt) & sleep 59.317 & "
+            "echo started > started.txt; wait",
             workspace_dir=tmp_path,
             timeout_seconds=1.0,
         )
