@@ -82,9 +82,15 @@ def test_broken_duplicate_and_incompatible_plugins_are_isolated(
         ),
         _tool_package(kit, root, "twin-a", "twin"),
         _tool_package(kit, root, "twin-b", "twin"),
-        _tool_package(kit, root, "future", "future_tool", requires=("avo-kernel>=2,<3",)),
     ]
-    _install(plugin_venv, wheels)
+    installed = plugin_venv.avo("plugin", "install", *[str(w) for w in wheels])
+    assert installed.returncode == 1, installed.stdout + installed.stderr  # some are broken
+    assert "added:  tool 'good_tool' from avo-good 1.0.0" in installed.stdout
+    assert "broken: tool 'broken_tool'" in installed.stdout
+    assert "broken: tool 'twin'" in installed.stdout and "name conflict" in installed.stdout
+    # pip itself refuses a plugin whose kernel requirement cannot be met; force it in
+    future = _tool_package(kit, root, "future", "future_tool", requires=("avo-kernel>=2,<3",))
+    _install(plugin_venv, [future])
 
     rows = {row["name"]: row for row in plugin_venv.avo_json("plugin", "list")}
     assert rows["good_tool"]["status"] == "ok" and rows["fake"]["status"] == "ok"
