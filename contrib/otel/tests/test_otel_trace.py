@@ -154,8 +154,14 @@ def test_front_door_delegates_to_this_backend():
 def test_gate_off_refuses_and_default_exporter_is_in_memory():
     with pytest.raises(observability.OtelDisabledError):
         OtelPlugin.from_env(environ={})
-    observability.configure_tracer(environ=ENABLED)  # no OTLP exporter installed here
-    assert isinstance(backend.current_exporter(), InMemorySpanExporter)
+    observability.configure_tracer(environ=ENABLED)
+    # The default exporter is OTLP when the [otlp] extra is installed, else in-memory.
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        assert isinstance(backend.current_exporter(), InMemorySpanExporter)
+    else:
+        assert isinstance(backend.current_exporter(), OTLPSpanExporter)
 
 
 async def test_events_of_unknown_runs_are_ignored():
