@@ -9,6 +9,7 @@ flags as overrides.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from avo.compose.config import (
 )
 from avo.config import apply_runtime_overrides, database_path_from_env
 from avo.exceptions import AvoError, ConfigError, PluginError
+from avo.redaction import secret_values
 
 if TYPE_CHECKING:
     from avo.plugins.manager import PluginManager
@@ -169,6 +171,37 @@ def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
     return notify
 
 
+def _call_factory(factory: Callable[..., Any], *args: Any, **optional: Any) -> Any:
+    """Call a plugin factory with the optional keywords its signature accepts.
+
+    Factories only grow: ``environ`` and ``store_location`` are offered to every
+    hook factory, and one that takes neither is called with its settings alone.
+    """
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return factory(*args)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return factory(*args, **optional)
+    return factory(*args, **{k: v for k, v in optional.items() if k in parameters})
+
+
+def _bounds(config: AvoConfig, env: Mapping[str, str], label: str) -> tuple[Any, Any]:
+    """The ``[budget]`` checker and ``[rate_limit]`` limiter (None when not configured)."""
+    from avo.budget import budget_from_settings
+    from avo.rate_limit import rate_limiter_from_settings
+
+    try:
+        budget = budget_from_settings(config.budget, environ=env)
+    except AvoError as exc:
+        raise ConfigError(f"{label}: [budget]: {exc}", key="budget", file=label) from None
+    try:
+        limiter = rate_limiter_from_settings(config.rate_limit)
+    except AvoError as exc:
+        raise ConfigError(f"{label}: [rate_limit]: {exc}", key="rate_limit", file=label) from None
+    return budget, limiter
+
+
 def compose(
     path: str | Path | None = None,
     *,
@@ -251,11 +284,19 @@ def compose(
     # hooks and notifiers (every enabled hook plugin may also watch run lifecycles)
     manager.load_kind("hook")
     hook_registry = HookRegistry()
+    store_ref = config.store
+    location = str(
+        database
+        or (store_ref.location if store_ref and store_ref.location else None)
+        or database_path_from_env(env)
+        or DEFAULT_DATABASE
+    )
     for index, item in enumerate(config.hooks):
         ref = _ref(item)
         spec = _get(manager, "hook", ref.name, file=label, key=f"hooks[{index}]")
         settings = _settings(spec, ref.settings, file=label, key=f"hooks[{index}].settings")
-        for event, hook in spec.factory(settings):
+        made = _call_factory(spec.factory, settings, environ=env, store_location=location)
+        for event, hook in made:
             hook_registry.register(HookEvent(event), hook)
     notifiers = []
     for index, item in enumerate(config.notifiers):
@@ -278,14 +319,9 @@ def compose(
         )
         callback = spec.factory(settings, environ=env, tools=list(registry.metadata))
 
+    budget, rate_limiter = _bounds(config, env, label)
+
     # store last, so nothing above leaves it open on error
-    store_ref = config.store
-    location = str(
-        database
-        or (store_ref.location if store_ref and store_ref.location else None)
-        or database_path_from_env(env)
-        or DEFAULT_DATABASE
-    )
     store_name = store or (store_ref.name if store_ref else None)
     if store_name:
         store_spec = _get(
@@ -310,7 +346,11 @@ def compose(
             hooks=hook_registry if hook_registry else None,
             stream_callback=stream_callback,
             plugins=manager,
+            rate_limiter=rate_limiter,
+            budget=budget,
         )
+        # secrets that live only in an injected environment are masked too
+        runtime.redactor.add(*secret_values(env))
     except AvoError:
         raise
     except Exception as exc:  # pragma: no cover - defensive

@@ -18,6 +18,12 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [policy]
     max_steps = 10
 
+    [budget]                     # cost bounds: stop the run past hard_limit_usd
+    hard_limit_usd = "2.00"
+
+    [rate_limit]                 # provider call pacing
+    requests_per_minute = 50
+
 Errors are :class:`~avo.exceptions.ConfigError` naming the file, the dotted key
 and the choices that would have been accepted.
 """
@@ -79,6 +85,8 @@ class AvoConfig(_Strict):
     hooks: list[str | PluginRef] = Field(default_factory=list)
     notifiers: list[str | PluginRef] = Field(default_factory=list)
     policy: dict[str, Any] = Field(default_factory=dict)
+    budget: dict[str, Any] = Field(default_factory=dict)
+    rate_limit: dict[str, Any] = Field(default_factory=dict)
     plugins: PluginSwitches = Field(default_factory=PluginSwitches)
     system_prompt: str | None = None
 

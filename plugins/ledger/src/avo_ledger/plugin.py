@@ -57,7 +57,7 @@ class LedgerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     database: str | None = None
-    """Ledger database (default: ``AVO_DATABASE_PATH``, then ``avo.db``)."""
+    """Ledger database (default: the run's SQLite store, then ``AVO_DATABASE_PATH``, ``avo.db``)."""
 
 
 class _ProviderPricing(dict[str, tuple[Decimal, Decimal]]):
@@ -79,6 +79,17 @@ class _ProviderPricing(dict[str, tuple[Decimal, Decimal]]):
         if provider in manager.names("provider"):
             for model, rates in pricing_from_plugins(manager, providers=[provider]).items():
                 self.setdefault(model, rates)
+
+
+def _sqlite_path(location: str | None) -> str | None:
+    """The run's own store file when it is SQLite (the ledger lives beside the events)."""
+    if not location:
+        return None
+    if location.startswith("sqlite:///"):
+        return location.removeprefix("sqlite:///")
+    if "://" in location:
+        return None  # another kind of store (e.g. PostgreSQL): use the default ledger file
+    return location if location.endswith((".db", ".sqlite", ".sqlite3")) else None
 
 
 class LedgerHooks:
@@ -111,13 +122,22 @@ class LedgerHooks:
         recorder.avo_event_appended(event)
 
     def _factory(
-        self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None
+        self,
+        settings: Mapping[str, Any] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        store_location: str | None = None,
     ) -> list[Any]:
         from avo_ledger.recorder import LedgerPlugin
 
         options = LedgerSettings.model_validate(dict(settings or {}))
         env = os.environ if environ is None else environ
-        database = options.database or env.get("AVO_DATABASE_PATH", "").strip() or "avo.db"
+        database = (
+            options.database
+            or _sqlite_path(store_location)
+            or env.get("AVO_DATABASE_PATH", "").strip()
+            or "avo.db"
+        )
         if self.recorder is not None:
             self.recorder.close()
         self._pricing = _ProviderPricing(env)
