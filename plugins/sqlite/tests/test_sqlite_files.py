@@ -135,3 +135,28 @@ async def test_sqlite_url_and_plugin_factory(
     store = spec.factory(f"sqlite:///{absolute}", {})
     await store.close()
     assert absolute.exists()
+
+
+async def test_undecodable_rows_are_a_storage_error(tmp_path: Path) -> None:
+    """Rows this build cannot decode (another build, a hand edit) give StorageError."""
+    import sqlite3
+
+    from avo import AgentRuntime, FakeProvider, ModelResponse
+    from avo.exceptions import StorageError
+    from avo_sqlite import SQLiteEventStore
+
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path) as store:
+        result = await AgentRuntime(
+            provider=FakeProvider([ModelResponse(content="done")]), event_store=store
+        ).run("t")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET event_type = 999")
+    conn.execute('UPDATE runs SET record = \'{"not": "a run"}\'')
+    conn.commit()
+    conn.close()
+    async with SQLiteEventStore(path) as store:
+        with pytest.raises(StorageError, match="cannot be read while reading events"):
+            await store.get_events(result.run_id)
+        with pytest.raises(StorageError, match="cannot be read while listing runs"):
+            await store.list_runs()

@@ -493,7 +493,7 @@ class SQLiteCore(LeaseOps):
             row = self.conn.execute(
                 "SELECT record FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-        return None if row is None else RunRecord.model_validate_json(row[0])
+            return None if row is None else RunRecord.model_validate_json(row[0])
 
     def list_runs(self) -> list[RunRecord]:
         with self._read("listing runs"):
@@ -501,7 +501,7 @@ class SQLiteCore(LeaseOps):
             rows = self.conn.execute(
                 "SELECT record FROM runs ORDER BY created_at DESC, rowid DESC"
             ).fetchall()
-        return [RunRecord.model_validate_json(row[0]) for row in rows]
+            return [RunRecord.model_validate_json(row[0]) for row in rows]
 
     def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         with self._read("reading a checkpoint"):
@@ -564,3 +564,9 @@ class _ReadGuard:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if isinstance(exc, sqlite3.Error):
             raise StorageError(f"SQLite error while {self.action} in {self.path}: {exc}") from exc
+        if isinstance(exc, ValueError | KeyError | TypeError):  # incl. pydantic/JSON errors
+            raise StorageError(
+                f"stored data in {self.path} cannot be read while {self.action} "
+                f"({type(exc).__name__}: {exc}); the file may have been written by another "
+                "avo-sqlite build or edited by hand"
+            ) from exc
