@@ -10,6 +10,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -19,7 +20,7 @@ from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
 from avo.hooks import HookContext, HookEvent
-from avo.models import ModelRequest, ModelResponse, ToolResult, trusted, utc_now
+from avo.models import ModelRequest, ModelResponse, ToolCall, ToolResult, trusted, utc_now
 from avo.prompt_cache import stable_prefix_size
 from avo.runtime_persistence import (
     append,
@@ -432,7 +433,9 @@ async def _after_observation_checks(rt: AgentRuntime, ctx: _RunContext) -> None:
         )
 
 
-def _failed(call_id: str, name: str, error: str, started_at: Any, started: float) -> ToolResult:
+def _failed(
+    call_id: str, name: str, error: str, started_at: datetime, started: float
+) -> ToolResult:
     return ToolResult(
         tool_call_id=call_id,
         tool_name=name,
@@ -458,7 +461,7 @@ async def handle_paused(rt: AgentRuntime, ctx: _RunContext) -> None:
     )
 
 
-def _pending_call(ctx: _RunContext) -> Any:
+def _pending_call(ctx: _RunContext) -> ToolCall:
     call = ctx.pending_call
     if call is None:
         response = ctx.pending_response
