@@ -317,3 +317,11 @@ async def test_blocking_sync_tool_runs_off_the_loop(call: Any, answer: Any) -> N
     failed = next(e.payload for e in events if e.event_type is EventType.TOOL_FAILED)
     assert "exceeded the configured timeout of 0.2 seconds" in failed["error"]
     assert len(ticks) == 5 and ticks[-1] - ticks[0] < 0.5  # the loop kept ticking
+
+
+async def test_injected_environ_secrets_are_masked_in_events(answer: Any) -> None:
+    provider = FakeProvider([answer("the token is hunter2-hunter2")])
+    runtime = AgentRuntime(provider=provider, environ={"DB_PASSWORD": "hunter2-hunter2"})
+    result = await runtime.run("t")
+    events = await runtime.event_store.get_events(result.run_id)
+    assert "hunter2-hunter2" not in str([e.payload for e in events]) + str(result.output)

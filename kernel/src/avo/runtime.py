@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,7 @@ class AgentRuntime:
         rate_limiter: Any | None = None,
         budget: Any | None = None,
         prompt_cache: bool = False,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -109,8 +110,9 @@ class AgentRuntime:
         self._breaker: CircuitBreaker | None = None
         # Masks secrets (secret-named env values, bearer tokens, API-key shapes) in
         # everything the runtime persists or reports: event payloads, the run head's
-        # task/output/error. ``runtime.redactor.add(value)`` teaches it more values.
-        self.redactor = Redactor()
+        # task/output/error. ``environ`` (default os.environ) gives the secret-named
+        # variables; ``runtime.redactor.add(value)`` teaches it more values.
+        self.redactor = Redactor(environ=environ)
 
     @property
     def approval_callback(self) -> ApprovalCallback:

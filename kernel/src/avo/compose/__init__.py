@@ -28,7 +28,6 @@ from avo.compose.config import (
 )
 from avo.config import apply_runtime_overrides, database_path_from_env
 from avo.exceptions import AvoError, ConfigError, PluginError
-from avo.redaction import secret_values
 
 if TYPE_CHECKING:
     from avo.plugins.manager import PluginManager
@@ -348,9 +347,8 @@ def compose(
             plugins=manager,
             rate_limiter=rate_limiter,
             budget=budget,
+            environ=env,
         )
-        # secrets that live only in an injected environment are masked too
-        runtime.redactor.add(*secret_values(env))
     except AvoError:
         raise
     except Exception as exc:  # pragma: no cover - defensive
