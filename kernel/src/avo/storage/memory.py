@@ -61,6 +61,15 @@ class InMemoryEventStore:
                     run_id=run.run_id,
                 )
 
+    def _append_one(self, log: RunLogState, event: AgentEvent) -> AgentEvent:
+        """Validate, sequence and store one event (the common, single-event path)."""
+        validate_event_append(log, event)
+        sequence = log.last_sequence + 1
+        stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
+        log.apply(stored)
+        self._events[log.run_id].append(stored)
+        return stored
+
     def _commit(self, log: RunLogState, staged: list[AgentEvent]) -> None:
         events = self._events[log.run_id]
         for event in staged:
@@ -85,20 +94,15 @@ class InMemoryEventStore:
         return run
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
-        log = self._log(event.run_id)
-        staged = self._stage(log, [event])
-        self._commit(log, staged)
-        return staged[0]
+        return self._append_one(self._log(event.run_id), event)
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
         self._same_run(run, event)
-        log = self._log(event.run_id)
-        staged = self._stage(log, [event])
-        self._commit(log, staged)
+        stored = self._append_one(self._log(event.run_id), event)
         self._runs[run.run_id] = run
-        return staged[0], run
+        return stored, run
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
@@ -108,10 +112,9 @@ class InMemoryEventStore:
             raise StorageError(
                 f"checkpoint belongs to run {checkpoint.run_id!r}, event to {event.run_id!r}"
             )
-        staged = self._stage(log, [event])
-        self._commit(log, staged)
+        stored = self._append_one(log, event)
         self._checkpoints[checkpoint.run_id] = checkpoint
-        return checkpoint, staged[0]
+        return checkpoint, stored
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
