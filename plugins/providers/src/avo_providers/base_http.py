@@ -154,6 +154,21 @@ class HTTPProvider:
             self.vendor, exc, timeout=self.request_timeout_seconds, secrets=[self.config.api_key]
         )
 
+    def _status_error(
+        self, status_code: int, body: str, headers: Mapping[str, str]
+    ) -> ProviderError:
+        return error_from_status(
+            self.vendor, status_code, body, headers, secrets=[self.config.api_key]
+        )
+
+    def _malformed(self, what: str, exc: BaseException) -> ProviderError:
+        """The non-retryable error for a response or stream the parser choked on."""
+        return ProviderError(
+            f"{self.vendor} returned a malformed {what}: {type(exc).__name__}: "
+            f"{self.redact(str(exc))[:300]}",
+            retryable=False,
+        )
+
     def _all_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json"}
         headers.update(self.headers())
@@ -166,11 +181,7 @@ class HTTPProvider:
         except ProviderError as exc:
             raise self._scrub(exc) from None
         except (ValidationError, KeyError, TypeError, AttributeError, IndexError) as exc:
-            raise ProviderError(
-                f"{self.vendor} returned a malformed response: {type(exc).__name__}: "
-                f"{self.redact(str(exc))[:300]}",
-                retryable=False,
-            ) from None
+            raise self._malformed("response", exc) from None
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """One non-streaming call."""
@@ -185,20 +196,9 @@ class HTTPProvider:
                 timeout=self.request_timeout_seconds,
             )
         except httpx.HTTPError as exc:
-            raise error_from_transport(
-                self.vendor,
-                exc,
-                timeout=self.request_timeout_seconds,
-                secrets=[self.config.api_key],
-            ) from None
+            raise self._transport_error(exc) from None
         if response.status_code >= 400:
-            raise error_from_status(
-                self.vendor,
-                response.status_code,
-                response.text,
-                response.headers,
-                secrets=[self.config.api_key],
-            )
+            raise self._status_error(response.status_code, response.text, response.headers)
         check_content_type(self.vendor, response.headers.get("content-type"), ("json",))
         text = response.text
         return self._response(lambda: self.parse_response(decode_json(self.vendor, text)))
@@ -219,25 +219,14 @@ class HTTPProvider:
             ) as response:
                 if response.status_code >= 400:
                     body = (await response.aread()).decode("utf-8", "replace")
-                    raise error_from_status(
-                        self.vendor,
-                        response.status_code,
-                        body,
-                        response.headers,
-                        secrets=[self.config.api_key],
-                    )
+                    raise self._status_error(response.status_code, body, response.headers)
                 check_content_type(
                     self.vendor, response.headers.get("content-type"), self.stream_content_types
                 )
                 async for line in response.aiter_lines():
                     yield line
         except httpx.HTTPError as exc:
-            raise error_from_transport(
-                self.vendor,
-                exc,
-                timeout=self.request_timeout_seconds,
-                secrets=[self.config.api_key],
-            ) from None
+            raise self._transport_error(exc) from None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream normalized chunks; the stream is validated with the kernel's assembler.
@@ -258,11 +247,7 @@ class HTTPProvider:
         except ProviderError as exc:
             raise self._scrub(exc) from None
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-            raise ProviderError(
-                f"{self.vendor} returned a malformed stream: {type(exc).__name__}: "
-                f"{self.redact(str(exc))[:300]}",
-                retryable=False,
-            ) from None
+            raise self._malformed("stream", exc) from None
         finally:
             await lines.aclose()
         try:

@@ -92,20 +92,33 @@ def _client(settings: Mapping[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------- factories
-def make_anthropic(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
-    """``AnthropicProvider`` from settings / ``AVO_ANTHROPIC_*``."""
-    from avo_providers.anthropic import AnthropicProvider
-    from avo_providers.base_http import ProviderConfig
-
-    config = ProviderConfig(
-        model=_model("anthropic", settings, environ, PROVIDER_MODELS["anthropic"][0]),
-        api_key=_required_key("anthropic", settings, environ),
-        base_url=_base_url("anthropic", settings, environ),
+def _openrouter_headers(environ: Mapping[str, str]) -> dict[str, str]:
+    from avo_providers.openai_vendors import (
+        OPENROUTER_DEFAULT_APP_NAME,
+        OPENROUTER_DEFAULT_SITE_URL,
     )
-    return AnthropicProvider(config, **_sizes(settings), client=_client(settings))
+
+    return {
+        "HTTP-Referer": _env(environ, "AVO_OPENROUTER_SITE_URL") or OPENROUTER_DEFAULT_SITE_URL,
+        "X-Title": _env(environ, "AVO_OPENROUTER_APP_NAME") or OPENROUTER_DEFAULT_APP_NAME,
+    }
 
 
-def _openai_family(cls_path: str, name: str) -> Callable[..., Any]:
+def _provider_factory(
+    cls_path: str,
+    name: str,
+    *,
+    key_required: bool = True,
+    headers: Callable[[Mapping[str, str]], dict[str, str]] | None = None,
+    doc: str | None = None,
+) -> Callable[..., Any]:
+    """A plugin factory for the HTTP adapter at ``cls_path``, configured as ``name``.
+
+    One body for every adapter configured the same way: model, API key and base
+    URL from settings / ``AVO_{NAME}_*``; the adapter class is imported on first
+    call so the entry-point module stays cheap to import.
+    """
+
     def factory(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
         import importlib
 
@@ -113,28 +126,17 @@ def _openai_family(cls_path: str, name: str) -> Callable[..., Any]:
 
         module, _, cls_name = cls_path.rpartition(".")
         cls = getattr(importlib.import_module(module), cls_name)
-        headers: dict[str, str] = {}
-        if name == "openrouter":
-            from avo_providers.openai_vendors import (
-                OPENROUTER_DEFAULT_APP_NAME,
-                OPENROUTER_DEFAULT_SITE_URL,
-            )
-
-            headers["HTTP-Referer"] = (
-                _env(environ, "AVO_OPENROUTER_SITE_URL") or OPENROUTER_DEFAULT_SITE_URL
-            )
-            headers["X-Title"] = (
-                _env(environ, "AVO_OPENROUTER_APP_NAME") or OPENROUTER_DEFAULT_APP_NAME
-            )
         config = ProviderConfig(
             model=_model(name, settings, environ, PROVIDER_MODELS[name][0]),
-            api_key=_required_key(name, settings, environ),
+            api_key=(_required_key if key_required else _api_key)(name, settings, environ),
             base_url=_base_url(name, settings, environ),
-            headers=headers,
+            headers=headers(environ) if headers is not None else {},
         )
         return cls(config, **_sizes(settings), client=_client(settings))
 
-    factory.__doc__ = f"``{cls_name_of(cls_path)}`` from settings / ``{env_prefix(name)}_*``."
+    factory.__name__ = factory.__qualname__ = f"make_{name.replace('-', '_')}"
+    default_doc = f"``{cls_name_of(cls_path)}`` from settings / ``{env_prefix(name)}_*``."
+    factory.__doc__ = doc or default_doc
     return factory
 
 
@@ -143,36 +145,22 @@ def cls_name_of(path: str) -> str:
     return path.rpartition(".")[2]
 
 
-make_openai = _openai_family("avo_providers.openai_compatible.OpenAICompatibleProvider", "openai")
-make_groq = _openai_family("avo_providers.openai_vendors.GroqProvider", "groq")
-make_cerebras = _openai_family("avo_providers.openai_vendors.CerebrasProvider", "cerebras")
-make_openrouter = _openai_family("avo_providers.openai_vendors.OpenRouterProvider", "openrouter")
-
-
-def make_gemini(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
-    """``GeminiProvider`` from settings / ``AVO_GEMINI_*``."""
-    from avo_providers.base_http import ProviderConfig
-    from avo_providers.gemini import GeminiProvider
-
-    config = ProviderConfig(
-        model=_model("gemini", settings, environ, PROVIDER_MODELS["gemini"][0]),
-        api_key=_required_key("gemini", settings, environ),
-        base_url=_base_url("gemini", settings, environ),
-    )
-    return GeminiProvider(config, **_sizes(settings), client=_client(settings))
-
-
-def make_ollama(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
-    """``OllamaProvider`` (local; key optional) from settings / ``AVO_OLLAMA_*``."""
-    from avo_providers.base_http import ProviderConfig
-    from avo_providers.ollama import OllamaProvider
-
-    config = ProviderConfig(
-        model=_model("ollama", settings, environ, PROVIDER_MODELS["ollama"][0]),
-        api_key=_api_key("ollama", settings, environ),
-        base_url=_base_url("ollama", settings, environ),
-    )
-    return OllamaProvider(config, **_sizes(settings), client=_client(settings))
+make_anthropic = _provider_factory("avo_providers.anthropic.AnthropicProvider", "anthropic")
+make_openai = _provider_factory(
+    "avo_providers.openai_compatible.OpenAICompatibleProvider", "openai"
+)
+make_groq = _provider_factory("avo_providers.openai_vendors.GroqProvider", "groq")
+make_cerebras = _provider_factory("avo_providers.openai_vendors.CerebrasProvider", "cerebras")
+make_openrouter = _provider_factory(
+    "avo_providers.openai_vendors.OpenRouterProvider", "openrouter", headers=_openrouter_headers
+)
+make_gemini = _provider_factory("avo_providers.gemini.GeminiProvider", "gemini")
+make_ollama = _provider_factory(
+    "avo_providers.ollama.OllamaProvider",
+    "ollama",
+    key_required=False,
+    doc="``OllamaProvider`` (local; key optional) from settings / ``AVO_OLLAMA_*``.",
+)
 
 
 def make_ollama_cloud(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
