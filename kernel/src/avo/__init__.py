@@ -6,7 +6,7 @@ Public names are imported on first use so that ``import avo`` (and
 
 from __future__ import annotations
 
-import importlib
+from avo.lazy import lazy_exports
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs more than the
 # rest of `avo --version` (mypy treats this name like typing.TYPE_CHECKING).
@@ -55,8 +55,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from avo.deprecation import DeprecatedSymbol, deprecated, deprecation_index
     from avo.events import AgentEvent, EventType
     from avo.memory import LetheMemoryAdapter, MemoryProvider
@@ -88,13 +86,7 @@ if TYPE_CHECKING:
     from avo.tracing import RunTrace, TraceEntry, TraceInspector
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'avo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

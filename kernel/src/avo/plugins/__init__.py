@@ -6,8 +6,9 @@ plugin registers, its value a pluggy plugin object (see :func:`provides`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from avo.lazy import lazy_exports
 from avo.plugins.specs import (
     HOOK_OF_KIND,
     KIND_OF_SPEC,
@@ -60,14 +61,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import discovery and the manager on first use (``importlib.metadata`` is slow)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'avo.plugins' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

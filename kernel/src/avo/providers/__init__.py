@@ -7,8 +7,7 @@ streaming primitives and the test double.
 
 from __future__ import annotations
 
-from typing import Any
-
+from avo.lazy import lazy_exports
 from avo.providers.base import ModelProvider, StatefulModelProvider
 
 _LAZY = {
@@ -19,13 +18,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'avo.providers' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

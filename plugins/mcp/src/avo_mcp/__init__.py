@@ -6,8 +6,9 @@ Importing this package is cheap: names are resolved on first use, so neither
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from avo.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from avo.exceptions import MCPError
@@ -41,11 +42,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'avo_mcp' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
