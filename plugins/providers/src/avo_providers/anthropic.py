@@ -8,7 +8,6 @@ in a user turn. With ``ModelRequest.cache`` the request carries prompt-caching
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,6 +22,7 @@ from avo_providers.http_common import (
     malformed,
     parse_json_content,
     parse_tool_arguments,
+    recorded_call_arguments,
     require_tool_name,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
@@ -71,13 +71,12 @@ def anthropic_messages(
                 blocks.append({"type": "text", "text": text})
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
-                arguments = function.get("arguments") or "{}"
                 blocks.append(
                     {
                         "type": "tool_use",
                         "id": call.get("id"),
                         "name": function.get("name"),
-                        "input": json.loads(arguments) if isinstance(arguments, str) else arguments,
+                        "input": recorded_call_arguments(function),
                     }
                 )
             role = "assistant" if role == "assistant" else "user"

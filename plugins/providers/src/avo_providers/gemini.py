@@ -21,6 +21,7 @@ from avo_providers.http_common import (
     malformed,
     parse_json_content,
     parse_tool_arguments,
+    recorded_call_arguments,
     require_tool_name,
     stream_error,
 )
@@ -131,8 +132,7 @@ def gemini_contents(
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 names_by_id[str(call.get("id"))] = function.get("name", "")
-                arguments = function.get("arguments") or "{}"
-                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+                args = recorded_call_arguments(function)
                 part: dict[str, Any] = {
                     "functionCall": {"name": function.get("name"), "args": args}
                 }

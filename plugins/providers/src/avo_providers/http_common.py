@@ -78,6 +78,16 @@ def parse_json_content(content: Any) -> Any:
         return content
 
 
+def recorded_call_arguments(function: Mapping[str, Any]) -> Any:
+    """A recorded tool call's ``function.arguments`` as an object (a JSON string is decoded).
+
+    The runtime's messages carry OpenAI-shape calls; Anthropic, Gemini and Ollama
+    want the arguments as a JSON object instead.
+    """
+    arguments = function.get("arguments") or "{}"
+    return json.loads(arguments) if isinstance(arguments, str) else arguments
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     lowered = {k.lower(): v for k, v in headers.items()}
     for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -300,6 +310,7 @@ __all__ = [
     "openai_tools",
     "parse_json_content",
     "parse_tool_arguments",
+    "recorded_call_arguments",
     "redact_text",
     "require_tool_name",
     "stream_error",

@@ -19,6 +19,7 @@ from avo_providers.http_common import (
     malformed,
     openai_tools,
     parse_tool_arguments,
+    recorded_call_arguments,
     require_tool_name,
     stream_error,
 )
@@ -38,14 +39,11 @@ def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             calls = []
             for call in message["tool_calls"]:
                 function = call.get("function") or {}
-                arguments = function.get("arguments") or "{}"
                 calls.append(
                     {
                         "function": {
                             "name": function.get("name"),
-                            "arguments": json.loads(arguments)
-                            if isinstance(arguments, str)
-                            else arguments,
+                            "arguments": recorded_call_arguments(function),
                         }
                     }
                 )
