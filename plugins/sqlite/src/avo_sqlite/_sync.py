@@ -15,7 +15,12 @@ from avo_sqlite._schema import open_database
 
 
 class SyncSQLiteStore:
-    """Opens the shared avo schema; subclasses use :meth:`_tx` and :meth:`_query`."""
+    """Opens the shared avo schema; subclasses use :meth:`_tx` and :meth:`_query`.
+
+    Tables keyed by an id plus a per-id ``sequence`` (job checkpoints, conversation
+    turns) also share :meth:`_insert_numbered` and :meth:`_truncate_keep_last`.
+    Table and column names are the stores' own constants, never user input.
+    """
 
     error: type[StorageError] = StorageError
 
@@ -48,6 +53,44 @@ class SyncSQLiteStore:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise self.error(f"SQLite error while {action} in {self.path}: {exc}") from exc
+
+    def _insert_numbered(self, action: str, table: str, key: str, row: dict[str, object]) -> int:
+        """Insert ``row`` numbered one past its ``key`` column's highest sequence (from 1).
+
+        The read and the insert share one write transaction; returns the new sequence.
+        """
+        key_value = row[key]
+        with self._tx(action) as conn:
+            found = conn.execute(
+                f"SELECT COALESCE(MAX(sequence), 0) FROM {table} WHERE {key} = ?", (key_value,)
+            ).fetchone()
+            sequence = int(found[0]) + 1
+            rest = [name for name in row if name != key]
+            columns = ", ".join([key, "sequence", *rest])
+            placeholders = ", ".join("?" * (len(rest) + 2))
+            conn.execute(
+                f"INSERT INTO {table} ({columns}) VALUES ({placeholders})",
+                (key_value, sequence, *(row[name] for name in rest)),
+            )
+        return sequence
+
+    def _truncate_keep_last(
+        self, action: str, table: str, key: str, key_value: str, keep_last: int
+    ) -> int:
+        """Delete all but the newest ``keep_last`` rows (by sequence) of ``key_value``.
+
+        Returns how many rows were deleted.
+        """
+        if keep_last < 0:
+            raise self.error(f"keep_last must be >= 0, got {keep_last}")
+        with self._tx(action) as conn:
+            cursor = conn.execute(
+                f"DELETE FROM {table} WHERE {key} = ? AND sequence NOT IN"
+                f" (SELECT sequence FROM {table} WHERE {key} = ?"
+                " ORDER BY sequence DESC LIMIT ?)",
+                (key_value, key_value, keep_last),
+            )
+            return int(cursor.rowcount)
 
     def close(self) -> None:
         """Close the connection."""

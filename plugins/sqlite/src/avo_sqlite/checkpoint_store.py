@@ -50,17 +50,17 @@ class CheckpointStore(SyncSQLiteStore):
         except (TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint state for run {run_id} is not JSON: {exc}") from exc
         created = utc_now()
-        with self._tx("saving a checkpoint") as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(sequence), 0) FROM job_checkpoints WHERE run_id = ?",
-                (run_id,),
-            ).fetchone()
-            sequence = int(row[0]) + 1
-            conn.execute(
-                "INSERT INTO job_checkpoints (run_id, sequence, step, state_json, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (run_id, sequence, step, encoded, created.isoformat()),
-            )
+        sequence = self._insert_numbered(
+            "saving a checkpoint",
+            "job_checkpoints",
+            "run_id",
+            {
+                "run_id": run_id,
+                "step": step,
+                "state_json": encoded,
+                "created_at": created.isoformat(),
+            },
+        )
         return Checkpoint(run_id, sequence, step, json.loads(encoded), created)
 
     def latest(self, run_id: str) -> Checkpoint | None:
@@ -85,16 +85,9 @@ class CheckpointStore(SyncSQLiteStore):
 
     def truncate(self, run_id: str, *, keep_last: int = 0) -> int:
         """Delete all but the newest ``keep_last`` checkpoints of ``run_id``; returns how many."""
-        if keep_last < 0:
-            raise CheckpointError(f"keep_last must be >= 0, got {keep_last}")
-        with self._tx("truncating checkpoints") as conn:
-            cursor = conn.execute(
-                "DELETE FROM job_checkpoints WHERE run_id = ? AND sequence NOT IN"
-                " (SELECT sequence FROM job_checkpoints WHERE run_id = ?"
-                " ORDER BY sequence DESC LIMIT ?)",
-                (run_id, run_id, keep_last),
-            )
-            return int(cursor.rowcount)
+        return self._truncate_keep_last(
+            "truncating checkpoints", "job_checkpoints", "run_id", run_id, keep_last
+        )
 
 
 def _row(row: tuple) -> Checkpoint:  # type: ignore[type-arg]

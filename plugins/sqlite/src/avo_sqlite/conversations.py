@@ -53,16 +53,18 @@ class ConversationStore(SyncSQLiteStore):
         except (TypeError, ValueError) as exc:
             raise HistoryError(f"session {session_id}: metadata is not JSON: {exc}") from exc
         created = utc_now()
-        with self._tx("appending a turn") as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(sequence), 0) FROM conversation_turns WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            sequence = int(row[0]) + 1
-            conn.execute(
-                f"INSERT INTO conversation_turns ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (session_id, sequence, role, content, encoded, created.isoformat()),
-            )
+        sequence = self._insert_numbered(
+            "appending a turn",
+            "conversation_turns",
+            "session_id",
+            {
+                "session_id": session_id,
+                "role": role,
+                "content": content,
+                "metadata": encoded,
+                "created_at": created.isoformat(),
+            },
+        )
         return ConversationTurn(session_id, sequence, role, content, json.loads(encoded), created)
 
     def turns(self, session_id: str, *, limit: int | None = None) -> list[ConversationTurn]:
@@ -93,16 +95,9 @@ class ConversationStore(SyncSQLiteStore):
 
     def truncate(self, session_id: str, *, keep_last: int = 0) -> int:
         """Delete all but the newest ``keep_last`` turns; returns how many were deleted."""
-        if keep_last < 0:
-            raise HistoryError(f"keep_last must be >= 0, got {keep_last}")
-        with self._tx("truncating a session") as conn:
-            cursor = conn.execute(
-                "DELETE FROM conversation_turns WHERE session_id = ? AND sequence NOT IN"
-                " (SELECT sequence FROM conversation_turns WHERE session_id = ?"
-                " ORDER BY sequence DESC LIMIT ?)",
-                (session_id, session_id, keep_last),
-            )
-            return int(cursor.rowcount)
+        return self._truncate_keep_last(
+            "truncating a session", "conversation_turns", "session_id", session_id, keep_last
+        )
 
     def search_turns(
         self,
