@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from avo.plugins import CommandSpec, ProviderCapabilities, ProviderSpec, StoreSpec, provides
+from avo.plugins import ProviderCapabilities, ProviderSpec, StoreSpec, lazy_command, provides
 
 
 def _make_fake_provider(settings: Mapping[str, Any], *, environ: Any = None) -> Any:
@@ -68,67 +68,18 @@ def __getattr__(name: str) -> Any:
 # ------------------------------------------------------------------ commands
 
 
-def _configure_run(parser: Any) -> None:
-    from avo.cli.run import configure
-
-    configure(parser)
-
-
-def _run_run(args: Any) -> int:
-    from avo.cli.run import run
-
-    return run(args)
-
-
-def _configure_plugin(parser: Any) -> None:
-    from avo.cli.plugin import configure
-
-    configure(parser)
-
-
-def _run_plugin(args: Any) -> int:
-    from avo.cli.plugin import run
-
-    return run(args)
-
-
-def _configure_runs(parser: Any) -> None:
-    from avo.cli.runs import configure
-
-    configure(parser)
-
-
-def _run_runs(args: Any) -> int:
-    from avo.cli.runs import run
-
-    return int(run(args))
-
-
 run_command = provides(
-    CommandSpec(
-        name="run",
-        configure=_configure_run,
-        run=_run_run,
-        help="run a task with the runtime composed from avo.toml and flags",
+    lazy_command(
+        "run", "avo.cli.run", help="run a task with the runtime composed from avo.toml and flags"
     )
 )
 
 plugin_command = provides(
-    CommandSpec(
-        name="plugin",
-        configure=_configure_plugin,
-        run=_run_plugin,
-        help="list, show, install, remove or scaffold plugins",
-    )
+    lazy_command("plugin", "avo.cli.plugin", help="list, show, install, remove or scaffold plugins")
 )
 
 runs_command = provides(
-    CommandSpec(
-        name="runs",
-        configure=_configure_runs,
-        run=_run_runs,
-        help="list, inspect and resume stored runs",
-    )
+    lazy_command("runs", "avo.cli.runs", help="list, inspect and resume stored runs")
 )
 
 __all__ = ["fake_provider", "memory_store", "plugin_command", "run_command", "runs_command"]

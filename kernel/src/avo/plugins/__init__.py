@@ -23,6 +23,7 @@ from avo.plugins.specs import (
     Spec,
     StoreSpec,
     ToolSpec,
+    lazy_command,
     provides,
 )
 
@@ -94,5 +95,6 @@ __all__ = [
     "discover",
     "discover_all",
     "names",
+    "lazy_command",
     "provides",
 ]

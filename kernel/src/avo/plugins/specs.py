@@ -17,6 +17,7 @@ entry point can point straight at it::
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -153,6 +154,29 @@ class CommandSpec:
     help: str = ""
 
 
+def lazy_command(
+    name: str,
+    module: str,
+    *,
+    help: str = "",
+    configure: str = "configure",
+    run: str = "run",
+) -> CommandSpec:
+    """A :class:`CommandSpec` whose functions live in ``module``, imported only when used.
+
+    ``module.<configure>(parser)`` adds the arguments, ``module.<run>(args)``
+    runs the command; listing commands never imports ``module``.
+    """
+
+    def _configure(parser: Any) -> None:
+        getattr(importlib.import_module(module), configure)(parser)
+
+    def _run(args: Any) -> int:
+        return int(getattr(importlib.import_module(module), run)(args))
+
+    return CommandSpec(name=name, configure=_configure, run=_run, help=help)
+
+
 Spec = (
     ProviderSpec
     | ToolSpec
@@ -235,5 +259,6 @@ __all__ = [
     "Spec",
     "StoreSpec",
     "ToolSpec",
+    "lazy_command",
     "provides",
 ]

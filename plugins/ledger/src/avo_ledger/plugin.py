@@ -22,30 +22,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from avo.hookspecs import hookimpl
-from avo.plugins import CommandSpec, HookPluginSpec, provides
+from avo.plugins import HookPluginSpec, lazy_command, provides
 
 if TYPE_CHECKING:
     from avo.events import AgentEvent
     from avo_ledger.recorder import LedgerPlugin
 
 
-def _configure(parser: Any) -> None:
-    from avo_ledger.cost import configure
-
-    configure(parser)
-
-
-def _run(args: Any) -> int:
-    from avo_ledger.cost import run
-
-    return run(args)
-
-
 cost = provides(
-    CommandSpec(
-        name="cost",
-        configure=_configure,
-        run=_run,
+    lazy_command(
+        "cost",
+        "avo_ledger.cost",
         help="token usage and cost per run and per model, from the token ledger",
     )
 )

@@ -2,46 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from avo.plugins import lazy_command, provides
 
-from avo.plugins import CommandSpec, provides
-
-
-def _configure_serve(parser: Any) -> None:
-    from avo_mcp.cli import configure_serve
-
-    configure_serve(parser)
-
-
-def _run_serve(args: Any) -> int:
-    from avo_mcp.cli import run_serve
-
-    return run_serve(args)
-
-
-def _configure_mcp(parser: Any) -> None:
-    from avo_mcp.cli import configure_mcp
-
-    configure_mcp(parser)
-
-
-def _run_mcp(args: Any) -> int:
-    from avo_mcp.cli import run_mcp
-
-    return run_mcp(args)
-
-
-SERVE_MCP = CommandSpec(
-    name="serve-mcp",
-    configure=_configure_serve,
-    run=_run_serve,
+SERVE_MCP = lazy_command(
+    "serve-mcp",
+    "avo_mcp.cli",
     help="serve avo's workspace tools and files over MCP stdio (--workspace-root DIR)",
+    configure="configure_serve",
+    run="run_serve",
 )
-MCP = CommandSpec(
-    name="mcp",
-    configure=_configure_mcp,
-    run=_run_mcp,
+MCP = lazy_command(
+    "mcp",
+    "avo_mcp.cli",
     help="manage the MCP servers in ~/.avo/mcp.json (add, list, remove)",
+    configure="configure_mcp",
+    run="run_mcp",
 )
 
 serve_mcp = provides(SERVE_MCP)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avo.plugins import CommandSpec, ProviderSpec, provides
+from avo.plugins import ProviderSpec, lazy_command, provides
 from avo_providers import config
 from avo_providers.catalog import (
     CAPABILITIES,
@@ -89,23 +89,10 @@ minimax = provides(PROVIDER_SPECS["minimax"])
 router = provides(PROVIDER_SPECS["router"])
 
 
-def _configure_doctor(parser: Any) -> None:
-    from avo_providers.doctor import configure
-
-    configure(parser)
-
-
-def _run_doctor(args: Any) -> int:
-    from avo_providers.doctor import run
-
-    return run(args)
-
-
 doctor = provides(
-    CommandSpec(
-        name="doctor",
-        configure=_configure_doctor,
-        run=_run_doctor,
+    lazy_command(
+        "doctor",
+        "avo_providers.doctor",
         help="Show the configured model provider and whether it is usable",
     )
 )

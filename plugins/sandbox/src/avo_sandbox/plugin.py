@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from avo.plugins import CommandSpec, SandboxSpec, provides
+from avo.plugins import SandboxSpec, lazy_command, provides
 
 
 class DockerSettings(BaseModel):
@@ -45,18 +45,6 @@ def _bubblewrap_factory(settings: dict[str, Any]) -> Any:
     return BubblewrapExecutor(**BubblewrapSettings.model_validate(settings or {}).model_dump())
 
 
-def _configure(parser: Any) -> None:
-    from avo_sandbox.cli import configure
-
-    configure(parser)
-
-
-def _run(args: Any) -> int:
-    from avo_sandbox.cli import run
-
-    return run(args)
-
-
 docker = provides(
     SandboxSpec(
         name="docker",
@@ -74,10 +62,7 @@ bubblewrap = provides(
     )
 )
 sandbox_command = provides(
-    CommandSpec(
-        name="sandbox",
-        configure=_configure,
-        run=_run,
-        help="run a command in a docker or bubblewrap sandbox",
+    lazy_command(
+        "sandbox", "avo_sandbox.cli", help="run a command in a docker or bubblewrap sandbox"
     )
 )

@@ -2,48 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from avo.plugins import CommandSpec, provides
-
-
-def _configure_skill(parser: Any) -> None:
-    from avo_skills.cli import configure_skill
-
-    configure_skill(parser)
-
-
-def _run_skill(args: Any) -> int:
-    from avo_skills.cli import run_skill
-
-    return run_skill(args)
-
-
-def _configure_init(parser: Any) -> None:
-    from avo_skills.cli import configure_init
-
-    configure_init(parser)
-
-
-def _run_init(args: Any) -> int:
-    from avo_skills.cli import run_init
-
-    return run_init(args)
-
+from avo.plugins import lazy_command, provides
 
 skill_command = provides(
-    CommandSpec(
-        name="skill",
-        configure=_configure_skill,
-        run=_run_skill,
+    lazy_command(
+        "skill",
+        "avo_skills.cli",
         help="install, list, show or remove skills (.avo/skills)",
+        configure="configure_skill",
+        run="run_skill",
     )
 )
 init_command = provides(
-    CommandSpec(
-        name="init",
-        configure=_configure_init,
-        run=_run_init,
+    lazy_command(
+        "init",
+        "avo_skills.cli",
         help="scaffold .avo/skills/repo-overview/SKILL.md and AGENTS.md",
+        configure="configure_init",
+        run="run_init",
     )
 )
