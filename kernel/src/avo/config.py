@@ -71,10 +71,24 @@ def apply_runtime_overrides(
     return result
 
 
+DEFAULT_DATABASE = "avo.db"
+"""The event store used when nothing names one: the embedded SQLite file."""
+
+
 def database_path_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
     """``AVO_DATABASE_PATH`` as a path (``~`` expanded), or None when unset or empty."""
     raw = _env(environ).get("AVO_DATABASE_PATH", "").strip()
     return Path(raw).expanduser() if raw else None
 
 
-__all__ = ["apply_runtime_overrides", "database_path_from_env"]
+def database_location(environ: Mapping[str, str] | None = None) -> str:
+    """Where the store lives when no flag or config names it: ``AVO_DATABASE_PATH``, else avo.db."""
+    return str(database_path_from_env(environ) or DEFAULT_DATABASE)
+
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "apply_runtime_overrides",
+    "database_location",
+    "database_path_from_env",
+]

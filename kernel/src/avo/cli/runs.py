@@ -17,9 +17,9 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
+from avo.config import DEFAULT_DATABASE, database_location
 from avo.exceptions import AvoError, ConfigError, RunNotFoundError
 
-DEFAULT_DATABASE = "avo.db"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -74,9 +74,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _location(args: argparse.Namespace) -> str:
     raw = getattr(args, "database", None)
     if raw is None:
-        from avo.config import database_path_from_env
-
-        raw = database_path_from_env(getattr(args, "avo_environ", None)) or DEFAULT_DATABASE
+        raw = database_location(getattr(args, "avo_environ", None))
     text = str(raw)
     match = _SCHEME.match(text)
     # a file location: a bare path, or a sqlite:///path URL

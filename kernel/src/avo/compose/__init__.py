@@ -26,14 +26,13 @@ from avo.compose.config import (
     load_config,
     validation_error,
 )
-from avo.config import apply_runtime_overrides, database_path_from_env
+from avo.config import DEFAULT_DATABASE, apply_runtime_overrides, database_location
 from avo.exceptions import AvoError, ConfigError, PluginError
 
 if TYPE_CHECKING:
     from avo.plugins.manager import PluginManager
     from avo.runtime import AgentRuntime
 
-DEFAULT_DATABASE = "avo.db"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -287,8 +286,7 @@ def compose(
     location = str(
         database
         or (store_ref.location if store_ref and store_ref.location else None)
-        or database_path_from_env(env)
-        or DEFAULT_DATABASE
+        or database_location(env)
     )
     for index, item in enumerate(config.hooks):
         ref = _ref(item)

@@ -12,12 +12,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from avo.config import database_location
 from avo.exceptions import StorageError
 from avo.models import TokenUsage
 from avo_sqlite import LedgerEntry, TokenLedger
 
 DATABASE_ENV = "AVO_DATABASE_PATH"
-DEFAULT_DATABASE = "avo.db"
 
 
 def _add(a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -205,7 +205,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
     """Print the cost report for ``args.database``; 0 on success."""
     environ: Mapping[str, str] = getattr(args, "avo_environ", None) or os.environ
-    database = args.database or environ.get(DATABASE_ENV, "").strip() or DEFAULT_DATABASE
+    database = args.database or database_location(environ)
     report = aggregate_costs(Path(database).expanduser())
     out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())

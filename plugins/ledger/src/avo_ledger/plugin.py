@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from avo.config import database_location
 from avo.hookspecs import hookimpl
 from avo.plugins import HookPluginSpec, lazy_command, provides
 
@@ -119,12 +120,7 @@ class LedgerHooks:
 
         options = LedgerSettings.model_validate(dict(settings or {}))
         env = os.environ if environ is None else environ
-        database = (
-            options.database
-            or _sqlite_path(store_location)
-            or env.get("AVO_DATABASE_PATH", "").strip()
-            or "avo.db"
-        )
+        database = options.database or _sqlite_path(store_location) or database_location(env)
         if self.recorder is not None:
             self.recorder.close()
         self._pricing = _ProviderPricing(env)
