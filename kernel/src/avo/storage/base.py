@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from avo.events import AgentEvent
@@ -74,4 +75,38 @@ class EventStore(Protocol):
         ...
 
 
-__all__ = ["EventStore"]
+@runtime_checkable
+class BatchEventStore(Protocol):
+    """The optional batched write: everything between two durable boundaries in one transaction.
+
+    The runtime buffers the events a run makes between two points where they
+    must be durable (before a tool runs, before the provider is called, before
+    anything outside the kernel is awaited) and hands them over in one call
+    when the store offers ``append_batch``; otherwise it replays them through
+    the single-event methods. Contract:
+
+    - ``events`` is non-empty, all of ``run.run_id``, and each is validated in
+      order against the stored log (§6) — all or nothing: a bad event stores
+      none of the batch and leaves the head unchanged;
+    - sequences are assigned per run, ascending and gapless (the runtime
+      pre-numbers them; a store returns them as given when they fit);
+    - the run head is replaced by ``run``;
+    - ``checkpoint``, when given, is stored in the same transaction, and the
+      batch must hold its CHECKPOINT_CREATED event (``payload.checkpoint_id``);
+    - a terminal event is refused (``EventInvariantError``): a run ends
+      through ``finalize_run`` only.
+
+    Returns the stored events, in order.
+    """
+
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """Append ``events``, replace the run head and store ``checkpoint``, atomically."""
+        ...
+
+
+__all__ = ["BatchEventStore", "EventStore"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
 from avo.state import is_terminal
+from avo.storage.batch import stage_batch
 
 
 class InMemoryEventStore:
@@ -115,6 +117,22 @@ class InMemoryEventStore:
         stored = self._append_one(log, event)
         self._checkpoints[checkpoint.run_id] = checkpoint
         return checkpoint, stored
+
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """Append ``events``, replace the head, store ``checkpoint``: all or nothing."""
+        log = self._log(run.run_id)
+        after, staged = stage_batch(log, run, events, checkpoint)
+        self._logs[run.run_id] = after
+        self._events[run.run_id].extend(staged)
+        self._runs[run.run_id] = run
+        if checkpoint is not None:
+            self._checkpoints[run.run_id] = checkpoint
+        return staged
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent

@@ -25,7 +25,10 @@ when absent (see ``docs/stores.md``):
   not exist; ``StorageError`` for a run that is not terminal;
 - leases: ``async acquire_lease(run_id, owner, ttl) -> Lease``,
   ``async renew_lease(lease, ttl) -> Lease``, ``async release_lease(lease)``,
-  ``fenced(lease) -> EventStore`` (see :mod:`avo.storage.leases`).
+  ``fenced(lease) -> EventStore`` (see :mod:`avo.storage.leases`);
+- batches: ``async append_batch(run, events, checkpoint=None) -> list[AgentEvent]``
+  (see :class:`avo.storage.base.BatchEventStore`; tests in
+  :mod:`avo.testing.store_batches`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from avo.exceptions import (
 from avo.models import Checkpoint, new_id
 from avo.state import RunState, StopReason
 from avo.storage.base import EventStore
+from avo.testing.store_batches import BatchConformance
 from avo.testing.store_values import (
     T0,
     checkpoint,
@@ -80,7 +84,7 @@ def _require(store: Any, *names: str) -> None:
 # ---------------------------------------------------------------- the suite
 
 
-class EventStoreConformance:
+class EventStoreConformance(BatchConformance):
     """The behaviour every EventStore must show. Subclass and implement make_store."""
 
     shares_location: ClassVar[bool] = True
