@@ -70,6 +70,8 @@ class BatchConformance:
             moved(run_id, RunState.TOOL_PENDING, RunState.APPROVAL_PENDING)
         )
         assert follow.sequence == 8
+        if not getattr(self, "shares_location", True):
+            return
         await self.settle(store)
         other = await self._second(store_location)
         try:
