@@ -7,6 +7,21 @@ baseline measured in the same run on the same server: a plain asyncpg loop
 doing one committed transaction of ten small rows per step (what one loop step
 costs the server at the least).
 
+Two write paths, each measured twice:
+
+- ``single``: the store without ``append_batch``, so the runtime writes every
+  event through the single-event methods (about 14 store calls a step);
+- ``batch``: ``append_batch``, which the runtime uses when the store has it:
+  one call per durable boundary (two a step: before the tool runs, before the
+  next model call), each one statement;
+- *full run*: ``AgentRuntime.run`` on the store, the runtime's CPU included;
+- *store alone*: the store calls a run made (recorded on the in-memory
+  store), replayed on PostgreSQL: the store's own cost per step.
+
+``calls`` are store calls per step; ``stmts`` the SQL statements the store
+sent per step (asyncpg's query logger on the store's one pooled connection;
+once a statement is prepared, one statement is one round trip).
+
 Needs the test server (``scripts/ensure-services.sh``) or AVO_TEST_POSTGRES_DSN;
 prints a skip line and exits 0 without one. Works in a throwaway schema.
 
@@ -29,9 +44,22 @@ from pydantic import BaseModel
 
 from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
 from avo.models import ToolCall
+from avo.storage.memory import InMemoryEventStore
 
 DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"), "postgres.dsn")
 TABLES = ("avo_runs", "avo_events", "avo_checkpoints", "avo_checkpoint_items", "avo_leases")
+WRITES = frozenset(
+    {
+        "create_run",
+        "append_event",
+        "append_event_and_update_run",
+        "save_checkpoint",
+        "finalize_run",
+        "update_run",
+        "append_batch",
+    }
+)
+PATHS = ("single", "batch")
 
 
 class EchoArgs(BaseModel):
@@ -76,26 +104,56 @@ async def _baseline(conn: Any, steps: int) -> float:
 
 
 class _Marks:
-    """Wraps the store to time every checkpoint (one mark per half step)."""
+    """Wraps the store: times every checkpoint (one mark per half step), counts writes.
 
-    def __init__(self, inner: Any) -> None:
+    ``batch=False`` hides ``append_batch``, so the runtime falls back to the
+    single-event methods.
+    """
+
+    def __init__(self, inner: Any, *, batch: bool) -> None:
         self._inner = inner
+        self._batch = batch
         self.marks: list[float] = []
-
-    async def save_checkpoint(self, checkpoint: Any, event: Any) -> Any:
-        self.marks.append(time.perf_counter())
-        return await self._inner.save_checkpoint(checkpoint, event)
+        self.writes = 0
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []  # every write, for replays
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        if name == "append_batch" and not self._batch:
+            raise AttributeError(name)
+        attr = getattr(self._inner, name)
+        if name not in WRITES:
+            return attr
+
+        async def write(*args: Any) -> Any:
+            self.writes += 1
+            self.calls.append((name, args))
+            if name == "save_checkpoint" or (name == "append_batch" and args[2] is not None):
+                self.marks.append(time.perf_counter())
+            return await attr(*args)
+
+        return write
 
 
-async def _loop(store: Any, conn: Any, n: int) -> dict[str, float]:
+class _Statements:
+    """Counts the statements a one-connection PostgresEventStore sends."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, record: Any) -> None:
+        self.count += 1
+
+    async def attach(self, store: Any) -> None:
+        await store.connect()
+        async with store._pool.acquire() as conn:  # pool_max_size=1: the only connection
+            conn.add_query_logger(self)
+
+
+def _runtime(store: Any, n: int) -> AgentRuntime:
     tool = FunctionTool(
         name="echo", description="echo n", arguments_model=EchoArgs, function=lambda a: {"n": a.n}
     )
-    marks = _Marks(store)
-    runtime = AgentRuntime(
+    return AgentRuntime(
         provider=FakeProvider(_script(n), record_requests=False),
         tools=[tool],
         policy=LoopPolicy(
@@ -104,14 +162,24 @@ async def _loop(store: Any, conn: Any, n: int) -> dict[str, float]:
             repeated_action_limit=n + 5,
             no_progress_window=n + 5,
         ),
-        event_store=marks,  # type: ignore[arg-type]
+        event_store=store,
     )
+
+
+async def _loop(
+    store: Any, conn: Any, statements: _Statements, n: int, *, batch: bool
+) -> dict[str, float]:
+    """A full run on the store: the runtime and the store together."""
+    marks = _Marks(store, batch=batch)
+    runtime = _runtime(marks, n)
     disk_before, live_before = await _stored_bytes(conn)
+    sent_before = statements.count
     started = time.perf_counter()
     cpu_started = time.process_time()
     result = await runtime.run("benchmark")
     cpu = time.process_time() - cpu_started
     elapsed = time.perf_counter() - started
+    sent = statements.count - sent_before
     assert result.status.value == "completed", result
     disk_after, live_after = await _stored_bytes(conn)
     deltas = [b - a for a, b in itertools.pairwise(marks.marks[2::2])]
@@ -123,6 +191,36 @@ async def _loop(store: Any, conn: Any, n: int) -> dict[str, float]:
         "late_ms": statistics.median(deltas[-tenth:]) * 1e3 if deltas else 0.0,
         "disk_per_step": (disk_after - disk_before) / (n + 1),
         "live_per_step": (live_after - live_before) / (n + 1),
+        "calls_per_step": marks.writes / (n + 1),
+        "stmts_per_step": sent / (n + 1),
+    }
+
+
+async def _recorded(n: int, *, batch: bool) -> list[tuple[str, tuple[Any, ...]]]:
+    """The store writes a run of N steps makes, recorded on the in-memory store."""
+    marks = _Marks(InMemoryEventStore(), batch=batch)
+    result = await _runtime(marks, n).run("benchmark")
+    assert result.status.value == "completed", result
+    return marks.calls
+
+
+async def _store_alone(
+    store: Any, statements: _Statements, n: int, *, batch: bool
+) -> dict[str, float]:
+    """The recorded writes of an N-step run replayed on the store: the store's own cost."""
+    calls = await _recorded(n, batch=batch)
+    sent_before = statements.count
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    for name, args in calls:
+        await getattr(store, name)(*args)
+    cpu = time.process_time() - cpu_started
+    elapsed = time.perf_counter() - started
+    return {
+        "per_step_ms": elapsed / (n + 1) * 1e3,
+        "cpu_step_ms": cpu / (n + 1) * 1e3,
+        "calls_per_step": len(calls) / (n + 1),
+        "stmts_per_step": (statements.count - sent_before) / (n + 1),
     }
 
 
@@ -137,37 +235,70 @@ async def main(quick: bool) -> int:
 
     schema = f"avo_bench_{uuid.uuid4().hex[:8]}"
     sizes = [20, 200] if quick else [20, 200, 2000]
-    store = PostgresEventStore(dsn, schema=schema)
-    await store.connect()
+    store = PostgresEventStore(dsn, schema=schema, pool_max_size=1)
+    statements = _Statements()
+    await statements.attach(store)
     conn = await asyncpg.connect(dsn, server_settings={"search_path": schema})
     try:
-        await _loop(store, conn, 20)  # warm up imports, statement caches
+        for batch in (False, True):  # warm up imports, statement caches
+            await _loop(store, conn, statements, 20, batch=batch)
+            await _store_alone(store, statements, 20, batch=batch)
         baseline = min([await _baseline(conn, 200) for _ in range(3)])
-        rows = {n: await _loop(store, conn, n) for n in sizes}
+        full = {
+            (path, n): await _loop(store, conn, statements, n, batch=path == "batch")
+            for n in sizes
+            for path in PATHS
+        }
+        alone = {
+            (path, n): await _store_alone(store, statements, n, batch=path == "batch")
+            for n in sizes
+            for path in PATHS
+        }
     finally:
         await store.close()
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         await conn.close()
+    base_ms = baseline * 1e3
     print("postgres_store: fake-model tool loop on PostgresEventStore, durable checkpoint per step")
-    print(f"baseline: asyncpg, one committed 10-row transaction per step: {baseline * 1e3:.3f} ms")
+    print(f"baseline: asyncpg, one committed 10-row transaction per step: {base_ms:.3f} ms")
     print("(wall = elapsed; cpu = this process's CPU time, steadier on a shared machine;")
-    print(" live B = bytes of live rows; disk B = relation growth incl. not-yet-vacuumed versions)")
+    print(" live B = bytes of live rows; disk B = relation growth incl. not-yet-vacuumed versions;")
+    print(" calls = store calls per step; stmts = SQL statements per step)")
+    print("full run (AgentRuntime.run on the store):")
     print(
-        f"{'N':>6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'early ms':>9} {'late ms':>8} "
-        f"{'live B/step':>11} {'disk B/step':>11}"
+        f"{'path':>6} {'N':>6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'early ms':>9} "
+        f"{'late ms':>8} {'live B/step':>11} {'disk B/step':>11} {'calls':>6} {'stmts':>6}"
     )
-    for n, r in rows.items():
+    for (path, n), r in full.items():
         print(
-            f"{n:>6} {r['per_step_ms']:>8.3f} {r['per_step_ms'] / (baseline * 1e3):>7.1f} "
+            f"{path:>6} {n:>6} {r['per_step_ms']:>8.3f} {r['per_step_ms'] / base_ms:>7.1f} "
             f"{r['cpu_step_ms']:>7.3f} {r['early_ms']:>9.3f} {r['late_ms']:>8.3f} "
-            f"{r['live_per_step']:>11.0f} {r['disk_per_step']:>11.0f}"
+            f"{r['live_per_step']:>11.0f} {r['disk_per_step']:>11.0f} "
+            f"{r['calls_per_step']:>6.1f} {r['stmts_per_step']:>6.1f}"
         )
-    largest = rows[sizes[-1]]
+    print("store alone (a run's recorded store calls replayed on PostgreSQL):")
     print(
-        f"ratio per-step N={sizes[-1]} / N=20: "
-        f"{largest['per_step_ms'] / rows[20]['per_step_ms']:.2f}x; "
-        f"late/early step at N={sizes[-1]}: {largest['late_ms'] / largest['early_ms']:.2f}x"
+        f"{'path':>6} {'N':>6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'calls':>6} {'stmts':>6}"
     )
+    for (path, n), r in alone.items():
+        print(
+            f"{path:>6} {n:>6} {r['per_step_ms']:>8.3f} {r['per_step_ms'] / base_ms:>7.1f} "
+            f"{r['cpu_step_ms']:>7.3f} {r['calls_per_step']:>6.1f} {r['stmts_per_step']:>6.1f}"
+        )
+    top = sizes[-1]
+    for path in PATHS:
+        largest, smallest = full[(path, top)], full[(path, 20)]
+        print(
+            f"{path}: full-run per-step N={top} / N=20: "
+            f"{largest['per_step_ms'] / smallest['per_step_ms']:.2f}x; "
+            f"late/early step at N={top}: {largest['late_ms'] / largest['early_ms']:.2f}x"
+        )
+    for label, rows in (("full run", full), ("store alone", alone)):
+        ratios = ", ".join(
+            f"N={n}: {rows[('single', n)]['per_step_ms'] / rows[('batch', n)]['per_step_ms']:.2f}x"
+            for n in sizes
+        )
+        print(f"{label}, single / batch wall per step: {ratios}")
     return 0
 
 

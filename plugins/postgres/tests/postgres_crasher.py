@@ -31,6 +31,7 @@ WRITES = (
     "save_checkpoint",
     "finalize_run",
     "update_run",
+    "append_batch",
 )
 
 
@@ -66,12 +67,17 @@ def effect_tool(path: str, run_id: str) -> FunctionTool[EffectArgs]:
     )
 
 
-class _KillAround:
+class KillAround:
+    """Counts the store writes (``writes``); SIGKILLs the process around write ``kill_at``.
+
+    ``kill_at=0`` never kills: a clean run then tells how many writes it makes.
+    """
+
     def __init__(self, inner: Any, kill_at: int, after: bool) -> None:
         self._inner = inner
         self._kill_at = kill_at
         self._after = after
-        self._writes = 0
+        self.writes = 0
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -79,11 +85,11 @@ class _KillAround:
             return attr
 
         async def write(*args: Any) -> Any:
-            self._writes += 1
-            if self._writes == self._kill_at and not self._after:
+            self.writes += 1
+            if self.writes == self._kill_at and not self._after:
                 os.kill(os.getpid(), signal.SIGKILL)
             result = await attr(*args)
-            if self._writes == self._kill_at:
+            if self.writes == self._kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             return result
 
@@ -96,7 +102,7 @@ async def main(argv: list[str]) -> None:
     runtime = AgentRuntime(
         provider=FakeProvider(script(run_id)),
         tools=[effect_tool(effects, run_id)],
-        event_store=_KillAround(store, int(kill_at), when == "after"),  # type: ignore[arg-type]
+        event_store=KillAround(store, int(kill_at), when == "after"),  # type: ignore[arg-type]
     )
     await runtime.run("crash test", run_id=run_id)
     await store.close()

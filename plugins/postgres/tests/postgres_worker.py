@@ -72,6 +72,13 @@ class _Recording:
         self._ack(first, second)
         return first, second
 
+    async def append_batch(
+        self, run: RunRecord, events: list[AgentEvent], checkpoint: Any = None
+    ) -> list[AgentEvent]:
+        stored: list[AgentEvent] = await self._inner.append_batch(run, events, checkpoint)
+        self._ack(*stored)
+        return stored
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 

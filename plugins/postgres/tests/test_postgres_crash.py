@@ -1,7 +1,9 @@
 """SIGKILL at seeded random points of a tool loop on PostgreSQL, then resume.
 
 Each trial is a real process (``postgres_crasher.py``) that kills itself just
-before or just after its K-th store write (a 5-step run makes 78). Afterwards
+before or just after its K-th store write (K drawn from the writes a clean run
+makes: 78 through the single-event methods, 15 when the runtime batches each
+durable boundary into one ``append_batch``). Afterwards
 the store must hold a valid log, and ``resume`` must either complete the run
 with no tool side effect repeated or refuse with ``UnsafeResumeError`` (a tool
 started without a durable result) — never run an effect twice.
@@ -37,7 +39,19 @@ import postgres_crasher as crasher  # noqa: E402
 
 TRIALS = 12
 SEED = 20261202
-TOTAL_WRITES = 78
+
+
+async def _writes_of_a_clean_run(store: PostgresEventStore, effects: Path) -> int:
+    """How many store writes the crasher's run makes when nothing kills it."""
+    counting = crasher.KillAround(store, kill_at=0, after=False)
+    runtime = AgentRuntime(
+        provider=FakeProvider(crasher.script("clean")),
+        tools=[crasher.effect_tool(str(effects), "clean")],
+        event_store=counting,  # type: ignore[arg-type]
+    )
+    result = await runtime.run("crash test", run_id="clean")
+    assert result.status.value == "completed"
+    return counting.writes
 
 
 def _run_children(dsn: str, schema: str, plans: list[tuple[str, int, str]], effects: Path) -> None:
@@ -68,15 +82,16 @@ async def test_sigkill_at_random_points_then_resume(
     pg_schema: tuple[str, str], tmp_path: Path
 ) -> None:
     dsn, schema = pg_schema
-    rng = random.Random(SEED)
-    plans = [
-        (f"crash-{i}", rng.randint(1, TOTAL_WRITES), rng.choice(["before", "after"]))
-        for i in range(TRIALS)
-    ]
     effects = tmp_path / "effects.txt"
     effects.touch()
     async with PostgresEventStore(dsn, schema=schema) as store:
-        await store.connect()  # migrate once before the children race to
+        # Migrates once before the children race to.
+        total_writes = await _writes_of_a_clean_run(store, tmp_path / "clean.txt")
+    rng = random.Random(SEED)
+    plans = [
+        (f"crash-{i}", rng.randint(1, total_writes), rng.choice(["before", "after"]))
+        for i in range(TRIALS)
+    ]
     await asyncio.to_thread(_run_children, dsn, schema, plans, effects)
 
     outcomes: Counter[str] = Counter()

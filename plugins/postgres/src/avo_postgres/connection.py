@@ -77,7 +77,7 @@ def redact_dsn(dsn: str) -> str:
 
 
 def _connect_failure(address: ServerAddress, exc: BaseException, timeout: float) -> StorageError:
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     where = (
         f"Unix-socket connections in {address.host} (port {address.port})"

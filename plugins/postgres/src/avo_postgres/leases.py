@@ -20,6 +20,7 @@ clocks agree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from avo.events import AgentEvent
@@ -212,6 +213,16 @@ class FencedPostgresStore:
         """finalize_run under the lease."""
         lease = self._lease(run.run_id)
         return await self._store._finalize(run, state_event, terminal_event, lease=lease)
+
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """append_batch under the lease."""
+        lease = self._lease(run.run_id)
+        return await self._store._append_batch(run, events, checkpoint, lease=lease)
 
     async def update_run(self, run: RunRecord) -> RunRecord:
         """update_run under the lease."""

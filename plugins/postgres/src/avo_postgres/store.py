@@ -9,6 +9,9 @@ that sequence; when another writer got there first, the store reloads the
 summary from the database and validates again. So invariants hold against the
 database's current state, per-run sequences are gapless and unique, and an
 uncontended append costs one round trip (see :mod:`avo_postgres.writes`).
+:meth:`PostgresEventStore.append_batch` (the kernel's optional
+:class:`avo.storage.base.BatchEventStore`) sends a whole run step the same
+way: its events, the run head and a checkpoint in that one statement.
 
 One writer per run: :meth:`PostgresEventStore.acquire_lease` grants a lease
 with a fencing token (a per-run counter that only grows) and
@@ -24,7 +27,7 @@ import asyncio
 import re
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -38,7 +41,8 @@ from avo.events import (
     validate_event_append,
 )
 from avo.exceptions import EventInvariantError, LeaseError, StorageError
-from avo.models import Checkpoint, RunRecord
+from avo.models import Checkpoint, RunRecord, replaced
+from avo.storage.batch import check_batch_shape
 from avo.storage.leases import Lease
 from avo_postgres import leases
 from avo_postgres.checkpoints import (
@@ -233,6 +237,22 @@ class PostgresEventStore:
         """Append the CHECKPOINT_CREATED event and store the checkpoint (a delta), atomically."""
         return await self._save_checkpoint(checkpoint, event, lease=None)
 
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """Append ``events``, store ``run`` and ``checkpoint``: all or nothing, one statement.
+
+        The events are validated in order against the run's log (§6); the
+        checkpoint's CHECKPOINT_CREATED event must be among them and no event
+        may be terminal (see :class:`avo.storage.base.BatchEventStore`).
+        Uncontended, with this instance's head of the run warm, the batch costs
+        one round trip whatever its length.
+        """
+        return await self._append_batch(run, events, checkpoint, lease=None)
+
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
@@ -327,9 +347,21 @@ class PostgresEventStore:
         staged = await self._write(
             event.run_id, [event], None, checkpoint, lease, "saving a checkpoint"
         )
-        if staged.cache is not None:
-            self._checkpoint_cache[event.run_id] = staged.cache
         return checkpoint, staged.events[0]
+
+    async def _append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None,
+        *,
+        lease: Lease | None,
+    ) -> list[AgentEvent]:
+        batch = list(events)
+        check_batch_shape(run, batch, checkpoint)
+        action = f"appending a batch of {len(batch)} events"
+        staged = await self._write(run.run_id, batch, run, checkpoint, lease, action)
+        return staged.events
 
     async def _update_run(self, run: RunRecord, *, lease: Lease | None) -> RunRecord:
         await self._write(run.run_id, [], run, None, lease, "updating the run record")
@@ -385,6 +417,8 @@ class PostgresEventStore:
                     if head.log.terminal:
                         self._checkpoint_cache.pop(run_id, None)
                     else:
+                        if staged.cache is not None:
+                            self._checkpoint_cache[run_id] = staged.cache
                         self._remember(head)
                     return staged
                 # Lost the compare-and-set: another writer appended, or the lease
@@ -403,7 +437,9 @@ class PostgresEventStore:
         for event in events:
             await learn_tool_call(conn, head, event)
             validate_event_append(log, event)
-            stored = event.model_copy(update={"sequence": log.last_sequence + 1})
+            sequence = log.last_sequence + 1
+            # The runtime pre-numbers its events: keep the object when the number fits.
+            stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
             log.apply(stored)
             if stored.event_type is EventType.TOOL_STARTED:
                 head.known.add(str(stored.payload["tool_call_id"]))
