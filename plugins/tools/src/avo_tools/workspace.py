@@ -124,23 +124,28 @@ class Workspace:
         return validate_path(self._root, requested, must_exist=must_exist)
 
     def validate_for_write(self, requested: PathLike) -> Path:
-        """Like ``validate_path`` but also refuses any symlink on the path."""
+        """Like ``validate_path`` but also refuses any symlink on the path.
+
+        The path is walked the way ``os.path.realpath`` resolves it (``..``
+        drops the component before it) with every component ``lstat``-ed. Asking
+        the kernel about the unnormalised spelling is not enough: for
+        ``missing/../link/x`` it fails ``missing/..`` with ENOENT, so the link
+        would go unseen while ``realpath`` (and the write) follows it.
+        """
         candidate = self.validate_path(requested, must_exist=False)
         text = os.fspath(requested)
         raw = Path(text)
-        if raw.is_absolute():
-            try:
-                parts = raw.relative_to(self._root).parts
-            except ValueError:
-                # An absolute spelling of the root through a symlink: the lexical
-                # path and the resolved one differ, so something on it is a link.
-                raise WorkspacePathError(
-                    f"refusing to follow symlink in path: {text}", path=text
-                ) from None
-        else:
-            parts = raw.parts
-        current = self._root
-        for index, part in enumerate(parts):
+        # Relative paths are walked from the (resolved, link-free) root; absolute
+        # ones from "/", so an absolute spelling of the root through a symlink is
+        # refused too.
+        parts = (raw if raw.is_absolute() else self._root / raw).parts
+        current = Path(parts[0])
+        for index, part in enumerate(parts[1:], start=1):
+            if part == "..":
+                # Every component walked so far is a real directory or missing, so
+                # the lexical parent is the physical one.
+                current = current.parent
+                continue
             current = current / part
             if os.path.islink(current):
                 if index == len(parts) - 1:
@@ -148,6 +153,12 @@ class Workspace:
                         f"refusing to follow symlink at write target: {text}", path=text
                     )
                 raise WorkspacePathError(f"refusing to follow symlink in path: {text}", path=text)
+        if current != candidate:
+            # Only possible if the tree changed between resolving and walking.
+            raise WorkspacePathError(
+                f"refusing to follow symlink in path (it changed during the check): {text}",
+                path=text,
+            )
         return candidate
 
     def relative(self, path: Path) -> str:
