@@ -46,6 +46,11 @@ class _TimedStore(InMemoryEventStore):
         self.marks.append(time.perf_counter())
         return await super().save_checkpoint(checkpoint, event)
 
+    async def append_batch(self, run, events, checkpoint=None):  # type: ignore[no-untyped-def]
+        if checkpoint is not None:
+            self.marks.append(time.perf_counter())
+        return await super().append_batch(run, events, checkpoint)
+
 
 async def _one(n: int, *, trace_memory: bool = False) -> dict[str, float]:
     store = _TimedStore()

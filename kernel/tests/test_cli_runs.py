@@ -53,6 +53,11 @@ class _BreaksOn:
             raise StorageError("disk unplugged")
         return await self._store.append_event_and_update_run(event, run)
 
+    async def append_batch(self, run: Any, events: list[AgentEvent], checkpoint: Any) -> Any:
+        if any(event.event_type is self._kind for event in events):
+            raise StorageError("disk unplugged")
+        return await self._store.append_batch(run, events, checkpoint)
+
 
 def _run(
     db: Path,
@@ -152,7 +157,7 @@ def test_resume_refuses_a_pending_tool_call(
 ) -> None:
     db = tmp_path / "avo.db"
     run_id = _run(
-        db, [_call(3), ModelResponse(content="x")], breaks_on=EventType.TOOL_APPROVAL_REQUESTED
+        db, [_call(3), ModelResponse(content="x")], breaks_on=EventType.TOOL_COMPLETED
     )
     code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
     assert code == 2

@@ -26,9 +26,16 @@ class Crash(BaseException):
 
 
 class CrashAfterToolResult(InMemoryEventStore):
-    """Dies on the first checkpoint written after a tool result."""
+    """Dies on the first checkpoint written after a tool result.
+
+    Batching is off (the runtime then replays through the single-event methods),
+    because a batch writes a tool result and the checkpoint after it atomically:
+    only a store without ``append_batch`` can hold a result the latest
+    checkpoint does not know about, which resume must then reuse.
+    """
 
     armed = True
+    append_batch = None  # type: ignore[assignment]
 
     async def save_checkpoint(self, checkpoint: Any, event: Any) -> Any:
         events = self._events.get(event.run_id, [])

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from avo.events import RunLogState
-from avo.models import ModelResponse, RunRecord, ToolCall
+from avo.events import AgentEvent, RunLogState
+from avo.models import Checkpoint, ModelResponse, RunRecord, ToolCall
 from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector, history_limit_for
 from avo.state import RunState
@@ -33,6 +33,14 @@ class _RunContext:
     pending_call: ToolCall | None = None
 
     policy_json: dict[str, Any] = field(default_factory=dict)
+    # The write buffer (see avo.runtime_persistence.flush): events validated and
+    # folded into ``log`` but not yet stored, each with the run head or the
+    # checkpoint it carries; ``unsynced`` after a flush failed midway.
+    pending: list[tuple[AgentEvent, RunRecord | None, Checkpoint | None]] = field(
+        default_factory=list
+    )
+    pending_checkpoint: Checkpoint | None = None
+    unsynced: bool = False
 
     def __post_init__(self) -> None:
         if not self.policy_json:

@@ -95,6 +95,7 @@ class AgentRuntime:
         self.event_store: EventStore = event_store or InMemoryEventStore()
         self.clock = clock
         self._approval_callback: ApprovalCallback = approval_callback or _always_approve
+        self._default_approval: ApprovalCallback = _always_approve
         self.memory = memory
         self.hooks = hooks
         self.stream_callback = stream_callback
@@ -269,6 +270,9 @@ class AgentRuntime:
 
     async def _resync_log(self, ctx: _RunContext) -> None:
         """Re-read the log after a cancellation: a store write it interrupted may have landed."""
+        ctx.pending = []
+        ctx.pending_checkpoint = None
+        ctx.unsynced = False
         events = await self.event_store.get_events(ctx.run_id)
         log = RunLogState.from_events(ctx.run_id, events)
         if log.last_sequence != ctx.log.last_sequence:
@@ -278,6 +282,8 @@ class AgentRuntime:
     async def _end_on_error(
         self, ctx: _RunContext, state: RunState, reason: StopReason, error: str
     ) -> None:
+        if ctx.unsynced:  # a write failed midway: start again from what the store holds
+            await self._resync_log(ctx)
         if is_terminal(ctx.run.state):
             return
         await terminate(self, ctx, state, reason, error=error)

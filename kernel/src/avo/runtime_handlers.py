@@ -27,6 +27,7 @@ from avo.runtime_persistence import (
     append_with_run,
     checkpoint,
     elapsed_seconds,
+    flush,
     record_tool_result,
     terminate,
     tool_call_message,
@@ -103,6 +104,7 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         },
     )
     _bind_event_sink(rt, ctx)
+    await flush(rt, ctx)
     started = time.perf_counter()
     try:
         if rt._rate_limiter is not None:
@@ -252,6 +254,7 @@ async def _check_consecutive_errors(rt: AgentRuntime, ctx: _RunContext) -> bool:
         return False
     message = f"Run stopped: {ctx.consecutive_errors} consecutive errors (limit {limit})."
     if rt.hooks is not None:
+        await flush(rt, ctx)
         await rt.hooks.fire(
             HookEvent.NOTIFICATION,
             HookContext(HookEvent.NOTIFICATION, ctx.run_id, run=ctx.run, notification=message),
@@ -331,6 +334,8 @@ async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str
 async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """PRE_TOOL_USE hooks first, then the approval callback (the one approval seam)."""
     call = _pending_call(ctx)
+    if rt.hooks is not None or rt._approval_callback is not rt._default_approval:
+        await flush(rt, ctx)  # an outside party decides: let it see the request
     if rt.hooks is not None:
         decision = await rt.hooks.fire(
             HookEvent.PRE_TOOL_USE,
@@ -367,6 +372,7 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
         EventType.TOOL_STARTED,
         {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
     )
+    await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
     started_at = utc_now()
     started = time.perf_counter()
     crashed: str | None = None
@@ -392,6 +398,7 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.pending_call = None
     await transition(rt, ctx, RunState.OBSERVATION_RECORDED)
     if rt.hooks is not None:
+        await flush(rt, ctx)
         await rt.hooks.fire(
             HookEvent.POST_TOOL_USE,
             HookContext(

@@ -14,13 +14,24 @@ from pydantic import JsonValue
 
 from avo._run_context import _RunContext
 from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
-from avo.exceptions import UnsafeResumeError
-from avo.models import Checkpoint, RunResult, ToolCall, ToolResult, new_id, replaced, trusted
+from avo.exceptions import StorageError, UnsafeResumeError
+from avo.models import (
+    Checkpoint,
+    RunRecord,
+    RunResult,
+    ToolCall,
+    ToolResult,
+    event_id,
+    new_id,
+    replaced,
+    trusted,
+)
 from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
 from avo.tools import canonical_json
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
+    from avo.storage.base import EventStore
 
 logger = logging.getLogger("avo.runtime")
 
@@ -30,17 +41,24 @@ _KERNEL_ONLY_PAYLOADS = frozenset({EventType.STATE_CHANGED, EventType.CHECKPOINT
 
 
 def _event(
-    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any], offset: int = 1
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    kind: EventType,
+    payload: dict[str, Any],
+    offset: int = 1,
+    *,
+    redact: bool = True,
 ) -> AgentEvent:
     # Built from already-validated values: skip re-validating the payload. The
     # sequence is the one the store will assign, so a store can keep the object.
-    if kind not in _KERNEL_ONLY_PAYLOADS:
+    # ``redact=False``: the payload is made of kernel values or already redacted.
+    if redact and kind not in _KERNEL_ONLY_PAYLOADS:
         payload = rt.redactor.value(payload)
     return trusted(
         AgentEvent,
         {
-            "event_id": new_id(),
-            "run_id": ctx.run_id,
+            "event_id": event_id(),
+            "run_id": ctx.run.run_id,
             "sequence": ctx.log.last_sequence + offset,
             "event_type": kind,
             "created_at": rt.clock(),
@@ -61,16 +79,76 @@ def notify_appended(rt: AgentRuntime, event: AgentEvent) -> None:
         logger.exception("a plugin's avo_event_appended hook raised; the run goes on")
 
 
+# -- the write buffer -----------------------------------------------------------
+#
+# Events are validated and folded into ``ctx.log`` the moment the run makes them,
+# but written at the next durable boundary, in one store call when the store
+# offers ``append_batch`` (see avo.storage.base.BatchEventStore). ``flush`` is
+# called before anything outside the kernel is awaited — the provider, a tool,
+# a hook, a non-default approval callback — and before the run ends, so every
+# event that precedes an effect is durable before that effect can happen.
+
+
+def _queue(
+    ctx: _RunContext,
+    event: AgentEvent,
+    run: RunRecord | None = None,
+    cp: Checkpoint | None = None,
+) -> None:
+    validate_event_append(ctx.log, event)
+    ctx.log.apply(event)
+    ctx.pending.append((event, run, cp))
+
+
+async def _replay(
+    store: EventStore, event: AgentEvent, run: RunRecord | None, cp: Checkpoint | None
+) -> AgentEvent:
+    """Write one buffered event through the single-event methods (stores without batches)."""
+    if cp is not None:
+        return (await store.save_checkpoint(cp, event))[1]
+    if run is not None:
+        return (await store.append_event_and_update_run(event, run))[0]
+    return await store.append_event(event)
+
+
+async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Write the buffered events (and the run head, and a checkpoint) durably."""
+    pending = ctx.pending
+    if not pending:
+        return
+    ctx.pending = []
+    checkpoint = ctx.pending_checkpoint
+    ctx.pending_checkpoint = None
+    store = rt.event_store
+    try:
+        batch = getattr(store, "append_batch", None)
+        if batch is not None:
+            stored = await batch(ctx.run, [op[0] for op in pending], checkpoint)
+        else:
+            stored = [await _replay(store, *op) for op in pending]
+    except BaseException:
+        ctx.unsynced = True
+        raise
+    if stored[-1].sequence != pending[-1][0].sequence:
+        ctx.unsynced = True
+        raise StorageError(
+            f"run {ctx.run_id}: the store numbered event {stored[-1].event_type.value} "
+            f"{stored[-1].sequence}, the runtime {pending[-1][0].sequence}: another writer "
+            "appended to this run. Drive a run from one runtime at a time (take a lease: "
+            "store.acquire_lease / store.fenced)."
+        )
+    if rt._plugins is not None:
+        for event in stored:
+            notify_appended(rt, event)
+
+
 async def append(
     rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
 ) -> AgentEvent:
-    """Validate and append one event."""
+    """Validate one event and buffer it for the next flush."""
     event = _event(rt, ctx, kind, payload)
-    validate_event_append(ctx.log, event)
-    stored = await rt.event_store.append_event(event)
-    ctx.log.apply(stored)
-    notify_appended(rt, stored)
-    return stored
+    _queue(ctx, event)
+    return event
 
 
 async def append_with_run(
@@ -80,15 +158,12 @@ async def append_with_run(
     payload: dict[str, Any],
     **run_updates: Any,
 ) -> AgentEvent:
-    """Validate and append one event and update the run head in one store write."""
+    """Validate one event, update the run head with it, buffer both for the next flush."""
     event = _event(rt, ctx, kind, payload)
-    validate_event_append(ctx.log, event)
-    run = replaced(ctx.run, **run_updates, updated_at=rt.clock())
-    stored, run = await rt.event_store.append_event_and_update_run(event, run)
+    run = replaced(ctx.run, **run_updates, updated_at=event.created_at)
+    _queue(ctx, event, run)
     ctx.run = run
-    ctx.log.apply(stored)
-    notify_appended(rt, stored)
-    return stored
+    return event
 
 
 async def transition(rt: AgentRuntime, ctx: _RunContext, target: RunState) -> None:
@@ -158,7 +233,9 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
 
 
 async def checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
-    """Write a checkpoint and its CHECKPOINT_CREATED event atomically."""
+    """Buffer a checkpoint and its CHECKPOINT_CREATED event (written atomically together)."""
+    if ctx.pending_checkpoint is not None:
+        await flush(rt, ctx)  # one checkpoint per batch
     cp = build_checkpoint(rt, ctx)
     event = _event(
         rt,
@@ -166,10 +243,8 @@ async def checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
         EventType.CHECKPOINT_CREATED,
         {"checkpoint_id": cp.checkpoint_id, "state": cp.state.value, "next_step": cp.next_step},
     )
-    validate_event_append(ctx.log, event)
-    cp, stored = await rt.event_store.save_checkpoint(cp, event)
-    ctx.log.apply(stored)
-    notify_appended(rt, stored)
+    _queue(ctx, event, None, cp)
+    ctx.pending_checkpoint = cp
     return cp
 
 
@@ -275,6 +350,7 @@ async def terminate(
     validate_terminal_outcome(state, reason)
     validate_transition(ctx.state, state)
     await checkpoint(rt, ctx)
+    await flush(rt, ctx)
     output = rt.redactor.text(output) if output else output
     error = rt.redactor.text(error) if error else error
     now = rt.clock()

@@ -1,10 +1,12 @@
 """Shape checks and validation shared by every ``append_batch`` implementation.
 
-A store calls :func:`stage_batch` inside its transaction: it checks the batch's
+A store calls :func:`apply_batch` inside its transaction: it checks the batch's
 shape (one run, no terminal event, the checkpoint's event present), validates
-every event in order against a copy of the stored log (§6), and returns the
-events with their sequences — all before anything is written, so a refused
-batch stores nothing.
+every event in order against the store's log summary (§6) and folds it in, in
+place and in O(batch) — a refused batch leaves the summary as it was, and
+``rollback()`` undoes an accepted one whose write then failed. The events come
+back with their sequences. :func:`stage_batch` does the same on a copy (O(run):
+it copies the tool-call sets).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from avo.events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, RunLogState
 from avo.events import validate_event_append as _validate
 from avo.exceptions import EventInvariantError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
+from avo.state import RunState
 
 
 def check_batch_shape(
@@ -54,6 +57,77 @@ def check_batch_shape(
     )
 
 
+class StagedBatch:
+    """A batch validated and folded into a log in place, which ``rollback`` undoes."""
+
+    __slots__ = ("_added", "_log", "_scalars", "events")
+
+    def __init__(
+        self,
+        log: RunLogState,
+        scalars: tuple[bool, bool, RunState, bool, int],
+        added: list[tuple[set[str], str]],
+        events: list[AgentEvent],
+    ) -> None:
+        self._log = log
+        self._scalars = scalars
+        self._added = added
+        self.events = events
+
+    def rollback(self) -> None:
+        """Put the log back as it was before the batch (the write did not happen)."""
+        log = self._log
+        (log.created, log.terminal, log.state, log.model_responded, log.last_sequence) = (
+            self._scalars
+        )
+        for target, call_id in self._added:
+            target.discard(call_id)
+        self._added = []
+
+
+_TOOL_ID_KINDS = frozenset({EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
+
+
+def apply_batch(
+    log: RunLogState,
+    run: RunRecord,
+    events: Sequence[AgentEvent],
+    checkpoint: Checkpoint | None,
+) -> StagedBatch:
+    """Validate a batch in order and fold it into ``log`` in place, all or nothing.
+
+    Costs O(batch), not O(run): nothing is copied. If validation fails the log
+    is restored before the error propagates; if the caller's write then fails,
+    it calls ``rollback()`` on the result. The returned ``events`` carry their
+    sequences from ``log.last_sequence + 1``.
+    """
+    check_batch_shape(run, events, checkpoint)
+    scalars = (log.created, log.terminal, log.state, log.model_responded, log.last_sequence)
+    added: list[tuple[set[str], str]] = []
+    staged: list[AgentEvent] = []
+    sequence = log.last_sequence
+    try:
+        for event in events:
+            _validate(log, event)
+            sequence += 1
+            stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
+            if stored.event_type in _TOOL_ID_KINDS:
+                target = (
+                    log.started_tool_calls
+                    if stored.event_type is EventType.TOOL_STARTED
+                    else log.finished_tool_calls
+                )
+                call_id = str(stored.payload["tool_call_id"])
+                if call_id not in target:
+                    added.append((target, call_id))
+            log.apply(stored)
+            staged.append(stored)
+    except BaseException:
+        StagedBatch(log, scalars, added, staged).rollback()
+        raise
+    return StagedBatch(log, scalars, added, staged)
+
+
 def stage_batch(
     log: RunLogState,
     run: RunRecord,
@@ -78,4 +152,4 @@ def stage_batch(
     return scratch, staged
 
 
-__all__ = ["check_batch_shape", "stage_batch"]
+__all__ = ["StagedBatch", "apply_batch", "check_batch_shape", "stage_batch"]

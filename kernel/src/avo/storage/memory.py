@@ -9,7 +9,7 @@ from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
 from avo.state import is_terminal
-from avo.storage.batch import stage_batch
+from avo.storage.batch import apply_batch
 
 
 class InMemoryEventStore:
@@ -125,9 +125,7 @@ class InMemoryEventStore:
         checkpoint: Checkpoint | None = None,
     ) -> list[AgentEvent]:
         """Append ``events``, replace the head, store ``checkpoint``: all or nothing."""
-        log = self._log(run.run_id)
-        after, staged = stage_batch(log, run, events, checkpoint)
-        self._logs[run.run_id] = after
+        staged = apply_batch(self._log(run.run_id), run, events, checkpoint).events
         self._events[run.run_id].extend(staged)
         self._runs[run.run_id] = run
         if checkpoint is not None:
