@@ -156,9 +156,7 @@ def test_resume_refuses_a_pending_tool_call(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "avo.db"
-    run_id = _run(
-        db, [_call(3), ModelResponse(content="x")], breaks_on=EventType.TOOL_COMPLETED
-    )
+    run_id = _run(db, [_call(3), ModelResponse(content="x")], breaks_on=EventType.TOOL_COMPLETED)
     code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
     assert code == 2
     assert err.startswith("avo: CLI resume cannot reconstruct application tool callables")

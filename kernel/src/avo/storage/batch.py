@@ -85,7 +85,9 @@ class StagedBatch:
         self._added = []
 
 
-_TOOL_ID_KINDS = frozenset({EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
+_TOOL_ID_KINDS = frozenset(
+    {EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED}
+)
 
 
 def apply_batch(
