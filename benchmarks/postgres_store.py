@@ -19,8 +19,8 @@ Two write paths, each measured twice:
   store), replayed on PostgreSQL: the store's own cost per step.
 
 ``calls`` are store calls per step; ``stmts`` the SQL statements the store
-sent per step (asyncpg's query logger on the store's one pooled connection;
-once a statement is prepared, one statement is one round trip).
+sent per step (asyncpg's query logger on every pooled connection; once a
+statement is prepared, one statement is one round trip).
 
 Needs the test server (``scripts/ensure-services.sh``) or AVO_TEST_POSTGRES_DSN;
 prints a skip line and exits 0 without one. Works in a throwaway schema.
@@ -135,7 +135,7 @@ class _Marks:
 
 
 class _Statements:
-    """Counts the statements a one-connection PostgresEventStore sends."""
+    """Counts the statements a PostgresEventStore sends (its ``connection_init``)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -143,10 +143,8 @@ class _Statements:
     def __call__(self, record: Any) -> None:
         self.count += 1
 
-    async def attach(self, store: Any) -> None:
-        await store.connect()
-        async with store._pool.acquire() as conn:  # pool_max_size=1: the only connection
-            conn.add_query_logger(self)
+    async def attach(self, conn: Any) -> None:
+        conn.add_query_logger(self)
 
 
 def _runtime(store: Any, n: int) -> AgentRuntime:
@@ -235,9 +233,9 @@ async def main(quick: bool) -> int:
 
     schema = f"avo_bench_{uuid.uuid4().hex[:8]}"
     sizes = [20, 200] if quick else [20, 200, 2000]
-    store = PostgresEventStore(dsn, schema=schema, pool_max_size=1)
     statements = _Statements()
-    await statements.attach(store)
+    store = PostgresEventStore(dsn, schema=schema, connection_init=statements.attach)
+    await store.connect()
     conn = await asyncpg.connect(dsn, server_settings={"search_path": schema})
     try:
         for batch in (False, True):  # warm up imports, statement caches

@@ -80,17 +80,17 @@ class _Statements:
     def __call__(self, record: Any) -> None:
         self.sent.append(record.query)
 
-    async def attach(self, store: PostgresEventStore) -> None:
-        await store.connect()
-        async with store._pool.acquire() as conn:  # the pool's only connection
-            conn.add_query_logger(self)
+    async def attach(self, conn: Any) -> None:
+        """The store's ``connection_init``: log every pooled connection's statements."""
+        conn.add_query_logger(self)
 
 
 async def test_a_tool_step_costs_two_round_trips(pg_schema: tuple[str, str]) -> None:
     dsn, schema = pg_schema
-    async with PostgresEventStore(dsn, schema=schema, pool_max_size=1) as store:
-        statements = _Statements()
-        await statements.attach(store)
+    statements = _Statements()
+    async with PostgresEventStore(
+        dsn, schema=schema, pool_max_size=1, connection_init=statements.attach
+    ) as store:
         run_id = await start_run(store)
         for n in range(1, 4):
             before_tool, after_tool, (cp1, cp2) = _step(run_id, f"call-{n}", n)
@@ -106,9 +106,10 @@ async def test_a_tool_step_costs_two_round_trips(pg_schema: tuple[str, str]) -> 
         assert await store.get_latest_checkpoint(run_id) == cp2
 
     # A cold instance (e.g. after a crash) reads the head once, then is back to one statement.
-    async with PostgresEventStore(dsn, schema=schema, pool_max_size=1) as cold:
-        statements = _Statements()
-        await statements.attach(cold)
+    statements = _Statements()
+    async with PostgresEventStore(
+        dsn, schema=schema, pool_max_size=1, connection_init=statements.attach
+    ) as cold:
         before_tool, after_tool, (cp1, cp2) = _step(run_id, "call-9", 9)
         head = await _head(cold, run_id, steps=9)
         statements.sent.clear()

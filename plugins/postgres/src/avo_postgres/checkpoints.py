@@ -49,13 +49,16 @@ PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state")
 _INLINE_LIMIT = 256  # bytes of JSON up to which a dict value is kept in the head
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # built once, not per call
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text, as stored in ``json`` columns.
 
     Non-ASCII text is stored as is, unless it holds something UTF-8 cannot
     encode (a lone surrogate), which is then escaped instead of failing.
     """
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODER.encode(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -72,6 +75,8 @@ class CachedLists:
     lists: dict[str, list[Any]] = field(default_factory=dict)
     # (field, key) -> the value stored in avo_checkpoint_parts
     parts: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # (field, key) -> a value known to be small enough to keep in the head
+    inline: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 def _as_list(name: str, value: Any, previous: list[Any]) -> list[Any]:
@@ -168,9 +173,14 @@ def plan_checkpoint(
                 encoded[key] = ["r"]
                 out.parts[slot] = value
                 continue
+            if slot in previous.inline and previous.inline[slot] == value:
+                encoded[key] = ["i", value]  # small last time, unchanged: no need to measure
+                out.inline[slot] = value
+                continue
             text = dumps(value)
             if len(text) <= _INLINE_LIMIT:
                 encoded[key] = ["i", value]
+                out.inline[slot] = value
                 continue
             parts[0].append(name)
             parts[1].append(key)

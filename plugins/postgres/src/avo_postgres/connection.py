@@ -9,7 +9,7 @@ and says what to check.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -128,12 +128,14 @@ async def open_pool(
     command_timeout: float | None,
     schema: str | None = None,
     application_name: str = "avo",
+    init: Callable[[Any], Awaitable[None]] | None = None,
 ) -> Any:
     """Create an asyncpg pool, or raise StorageError saying why the server is unreachable.
 
     With ``schema``, every connection's search_path is that schema (created on
     migrate), so several stores can share one database. ``application_name``
-    shows in ``pg_stat_activity``.
+    shows in ``pg_stat_activity``. ``init`` is awaited with every new
+    connection the pool opens (asyncpg's pool ``init``).
     """
     import asyncpg
 
@@ -151,6 +153,7 @@ async def open_pool(
                 command_timeout=command_timeout,
                 server_settings=server_settings,
                 reset=_keep_session,
+                init=init,
             ),
             # The pool opens min_size connections; allow each its own timeout.
             timeout=connect_timeout * max(1, min_size) + 1,

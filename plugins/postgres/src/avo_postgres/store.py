@@ -88,7 +88,9 @@ class PostgresEventStore:
     pool opens on first use (or ``async with``), applying schema migrations.
     ``schema`` keeps the store's tables in that PostgreSQL schema (created when
     missing) so several stores can share one database; ``application_name``
-    labels its connections in ``pg_stat_activity``.
+    labels its connections in ``pg_stat_activity``. ``connection_init`` is
+    awaited with every new pooled asyncpg connection (to register a codec or a
+    query logger, say).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class PostgresEventStore:
         pool_max_size: int = 5,
         schema: str | None = None,
         application_name: str = "avo",
+        connection_init: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
         if schema is not None and not _IDENTIFIER.fullmatch(schema):
             raise StorageError(
@@ -109,6 +112,7 @@ class PostgresEventStore:
             )
         self._schema = schema
         self._application_name = application_name
+        self._connection_init = connection_init
         self._dsn = dsn
         self._address = parse_dsn(dsn)
         self._connect_timeout = connect_timeout
@@ -151,6 +155,7 @@ class PostgresEventStore:
                 command_timeout=self._command_timeout,
                 schema=self._schema,
                 application_name=self._application_name,
+                init=self._connection_init,
             )
             try:
                 async with (
