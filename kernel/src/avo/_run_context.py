@@ -41,6 +41,12 @@ class _RunContext:
     )
     pending_checkpoint: Checkpoint | None = None
     unsynced: bool = False
+    # The store's append_batch (None: replay through the single-event methods),
+    # and whether ``run`` is a head object no one outside the buffer has seen.
+    batch: Any = None
+    head_private: bool = False
+    # The pending call's redacted (tool_call_id, name, arguments) payload, by call.
+    call_payload: tuple[ToolCall, dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not self.policy_json:

@@ -162,6 +162,7 @@ class AgentRuntime:
                 policy=self.policy,
                 messages=messages,
                 started_at=now,
+                batch=getattr(self.event_store, "append_batch", None),
             )
             validate_event_append(ctx.log, event)
             ctx.run = await self.event_store.create_run(run, event)
@@ -208,6 +209,7 @@ class AgentRuntime:
                 )
             restore_provider(self, run_id, cp.provider_metadata)
             ctx = self._context_from_checkpoint(run, log, cp)
+            ctx.batch = getattr(self.event_store, "append_batch", None)
             target = self._recover_result_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:

@@ -279,10 +279,7 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.detector.record_action(call)
     ctx.pending_call = call
     await append(
-        rt,
-        ctx,
-        EventType.TOOL_REQUESTED,
-        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
+        rt, ctx, EventType.TOOL_REQUESTED, dict(_call_payload(rt, ctx, call)), redact=False
     )
     limit = ctx.policy.repeated_action_limit
     if ctx.detector.repeated_action(limit):
@@ -299,16 +296,19 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
 async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Always request approval (there is no bypass path)."""
     call = _pending_call(ctx)
+    redacted = _call_payload(rt, ctx, call)
+    call_id = redacted["tool_call_id"]
     await append(
         rt,
         ctx,
         EventType.TOOL_APPROVAL_REQUESTED,
         {
-            "tool_call_id": call.tool_call_id,
-            "idempotency_key": f"{ctx.run_id}:{call.tool_call_id}",
-            "name": call.name,
+            "tool_call_id": call_id,
+            "idempotency_key": f"{ctx.run_id}:{call_id}",
+            "name": redacted["name"],
             "mode": "v0.1_callback",
         },
+        redact=False,
     )
     await transition(rt, ctx, RunState.APPROVAL_PENDING)
 
@@ -353,12 +353,7 @@ async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     if not approved:
         await _deny(rt, ctx, "the approval callback denied the tool call", "approval")
         return
-    await append(
-        rt,
-        ctx,
-        EventType.TOOL_APPROVED,
-        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
-    )
+    await append(rt, ctx, EventType.TOOL_APPROVED, dict(_call_payload(rt, ctx, call)), redact=False)
     await transition(rt, ctx, RunState.TOOL_EXECUTING)
 
 
@@ -366,12 +361,7 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     """TOOL_STARTED (durable), run the tool under the timeout, record the result, check."""
     call = _pending_call(ctx)
     policy = ctx.policy
-    await append(
-        rt,
-        ctx,
-        EventType.TOOL_STARTED,
-        {"tool_call_id": call.tool_call_id, "name": call.name, "arguments": call.arguments},
-    )
+    await append(rt, ctx, EventType.TOOL_STARTED, dict(_call_payload(rt, ctx, call)), redact=False)
     await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
     started_at = utc_now()
     started = time.perf_counter()
@@ -466,6 +456,23 @@ async def handle_paused(rt: AgentRuntime, ctx: _RunContext) -> None:
         "with AgentRuntime.resume(run_id)",
         run_id=ctx.run_id,
     )
+
+
+def _call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str, Any]:
+    """The redacted tool_call_id / name / arguments of ``call``, redacted once per call.
+
+    TOOL_REQUESTED, TOOL_APPROVAL_REQUESTED, TOOL_APPROVED and TOOL_STARTED all
+    carry them; a hook that rewrites the arguments makes a new call object.
+    """
+    cached = ctx.call_payload
+    if cached is None or cached[0] is not call:
+        payload = {
+            "tool_call_id": call.tool_call_id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
+        cached = ctx.call_payload = (call, rt.redactor.value(payload))
+    return cached[1]
 
 
 def _pending_call(ctx: _RunContext) -> ToolCall:

@@ -119,12 +119,12 @@ async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.pending = []
     checkpoint = ctx.pending_checkpoint
     ctx.pending_checkpoint = None
-    store = rt.event_store
+    ctx.head_private = False  # the store may keep the head object from here on
     try:
-        batch = getattr(store, "append_batch", None)
-        if batch is not None:
-            stored = await batch(ctx.run, [op[0] for op in pending], checkpoint)
+        if ctx.batch is not None:
+            stored = await ctx.batch(ctx.run, [op[0] for op in pending], checkpoint)
         else:
+            store = rt.event_store
             stored = [await _replay(store, *op) for op in pending]
     except BaseException:
         ctx.unsynced = True
@@ -143,10 +143,15 @@ async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
 
 
 async def append(
-    rt: AgentRuntime, ctx: _RunContext, kind: EventType, payload: dict[str, Any]
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    kind: EventType,
+    payload: dict[str, Any],
+    *,
+    redact: bool = True,
 ) -> AgentEvent:
     """Validate one event and buffer it for the next flush."""
-    event = _event(rt, ctx, kind, payload)
+    event = _event(rt, ctx, kind, payload, redact=redact)
     _queue(ctx, event)
     return event
 
@@ -160,8 +165,22 @@ async def append_with_run(
 ) -> AgentEvent:
     """Validate one event, update the run head with it, buffer both for the next flush."""
     event = _event(rt, ctx, kind, payload)
+    validate_event_append(ctx.log, event)
+    if ctx.head_private:
+        # Batching, and no one has seen this head object yet: update it in place.
+        values = ctx.run.__dict__
+        values.update(run_updates)
+        values["updated_at"] = event.created_at
+        ctx.log.apply(event)
+        ctx.pending.append((event, None, None))
+        return event
     run = replaced(ctx.run, **run_updates, updated_at=event.created_at)
-    _queue(ctx, event, run)
+    ctx.log.apply(event)
+    if ctx.batch is None:  # replayed one by one: each event keeps its own head
+        ctx.pending.append((event, run, None))
+    else:
+        ctx.pending.append((event, None, None))
+        ctx.head_private = True
     ctx.run = run
     return event
 

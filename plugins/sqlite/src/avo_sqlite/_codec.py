@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from avo.events import EventType
+from avo.events import AgentEvent, EventType
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SEQUENCE_BITS = 32
 SEQUENCE_MASK = (1 << SEQUENCE_BITS) - 1
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON used for every stored value."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""Compact JSON used for every stored value (one shared encoder: no per-call setup)."""
 
 
 def to_us(moment: datetime) -> int:
@@ -85,14 +82,46 @@ def decode_type(stored: int | str) -> EventType:
 
 
 def encode_id(text: str) -> bytes | str:
-    """A canonical UUID string as its 16 bytes; any other id as itself."""
+    """A canonical UUID string (lower-case 8-4-4-4-12 hex) as its 16 bytes; any other id as itself.
+
+    Only a string that :func:`decode_id` gives back exactly is turned into bytes,
+    so every id round-trips unchanged.
+    """
+    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
+        return text
+    digits = text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:]
     try:
-        parsed = uuid.UUID(text)
+        raw = bytes.fromhex(digits)
     except ValueError:
         return text
-    return parsed.bytes if str(parsed) == text else text
+    # fromhex accepts upper case and spaces: only the canonical spelling is packed
+    return raw if raw.hex() == digits else text
 
 
 def decode_id(stored: bytes | str) -> str:
     """Inverse of :func:`encode_id`."""
-    return str(uuid.UUID(bytes=stored)) if isinstance(stored, bytes) else stored
+    if not isinstance(stored, bytes):
+        return stored
+    h = stored.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+INSERT_EVENT = (
+    "INSERT INTO events (event_key, event_id, event_type, created_us, payload, parent_event_id)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+EventRow = tuple[int, bytes | str, int | str, int, str, str | None]
+
+
+def event_row(run_key: int, event: AgentEvent) -> EventRow:
+    """The ``events`` row of a numbered event (parameters of :data:`INSERT_EVENT`)."""
+    return (
+        (run_key << SEQUENCE_BITS) | event.sequence,
+        encode_id(event.event_id),
+        _EVENT_CODES.get(event.event_type.value, event.event_type.value),
+        to_us(event.created_at),
+        dumps(event.payload),
+        event.parent_event_id,
+    )

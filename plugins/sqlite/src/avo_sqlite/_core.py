@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,20 +34,24 @@ from avo.exceptions import (
     RunNotFoundError,
     StorageError,
 )
-from avo.models import Checkpoint, RunRecord
+from avo.models import Checkpoint, RunRecord, replaced
 from avo.state import RunState, is_terminal
+from avo.storage.batch import check_batch_shape
 from avo.storage.leases import Lease
-from avo_sqlite._checkpoints import CheckpointCursor, load_latest, plan_delta, write_delta
+from avo_sqlite._checkpoints import (
+    CheckpointCursor,
+    DeltaPlan,
+    load_latest,
+    plan_delta,
+    write_delta,
+)
 from avo_sqlite._codec import (
+    INSERT_EVENT,
     decode_id,
     decode_type,
-    dumps,
-    encode_id,
-    encode_type,
+    event_row,
     from_us,
     key_range,
-    row_key,
-    to_us,
 )
 from avo_sqlite._leases import LeaseOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
@@ -288,24 +292,23 @@ class SQLiteCore(LeaseOps):
         self._fresh.add(run_id)
         return cached, key
 
-    def _append(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:
+    def _stage(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:
+        """Validate ``event``, number it and fold it into ``state`` (no I/O).
+
+        A caller that fails after this must drop the run's cache (``_write`` does).
+        """
         if key is None or (not state.created and event.event_type is not EventType.RUN_CREATED):
             raise RunNotFoundError(f"run {state.run_id} does not exist", run_id=state.run_id)
         validate_event_append(state, event)
-        stored = event.model_copy(update={"sequence": state.last_sequence + 1})
-        self.conn.execute(
-            "INSERT INTO events (event_key, event_id, event_type, created_us, payload,"
-            " parent_event_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                row_key(key, stored.sequence),
-                encode_id(stored.event_id),
-                encode_type(stored.event_type),
-                to_us(stored.created_at),
-                dumps(stored.payload),
-                stored.parent_event_id,
-            ),
-        )
+        sequence = state.last_sequence + 1
+        stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
         state.apply(stored)
+        return stored
+
+    def _append(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:
+        stored = self._stage(state, key, event)
+        assert key is not None
+        self.conn.execute(INSERT_EVENT, event_row(key, stored))
         return stored
 
     def _put_run(self, run: RunRecord, *, insert: bool, defer: bool = False) -> None:
@@ -384,35 +387,73 @@ class SQLiteCore(LeaseOps):
             self._put_run(run, insert=False)
         return run
 
+    def _plan(self, run_id: str, key: int | None, checkpoint: Checkpoint) -> DeltaPlan:
+        """What storing ``checkpoint`` as a delta writes (reads the last one if not cached)."""
+        # A cursor survives only while the run's sequence is unchanged since we cached
+        # it (_log_state drops it on reload): another writer's checkpoint moves it.
+        cursor = self._cursors.get(run_id)
+        if cursor is None and key is not None:
+            loaded = load_latest(self.conn, run_id, key)  # read (and fail) before writing
+            cursor = None if loaded is None else loaded[1]
+        if key is None:
+            raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
+        try:
+            return plan_delta(key, cursor, checkpoint)
+        except (TypeError, ValueError) as exc:
+            raise StorageError(
+                f"run {run_id}: checkpoint {checkpoint.checkpoint_id} holds a value that is "
+                f"not JSON ({exc}); nothing was stored"
+            ) from exc
+
+    def _store_delta(self, run_id: str, plan: DeltaPlan) -> None:
+        self._cursors[run_id] = write_delta(self.conn, plan)
+        if len(self._cursors) > _CACHE_RUNS:
+            self._cursors.popitem(last=False)
+
     def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent, lease: Lease | None
     ) -> tuple[Checkpoint, AgentEvent]:
         run_id = checkpoint.run_id
         self._same_run(run_id, event)
-        with self._write(run_id, "saving a checkpoint", barrier=False) as conn:
+        with self._write(run_id, "saving a checkpoint", barrier=False):
             self._check_lease(run_id, lease)
             state, key = self._log_state(run_id)
-            # A cursor survives only while the run's sequence is unchanged since we cached
-            # it (_log_state drops it on reload): another writer's checkpoint moves it.
-            cursor = self._cursors.get(run_id)
-            if cursor is None and key is not None:
-                loaded = load_latest(conn, run_id, key)  # read (and fail) before writing
-                cursor = None if loaded is None else loaded[1]
-            if key is None:
-                raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
-            try:
-                plan = plan_delta(key, cursor, checkpoint)
-            except (TypeError, ValueError) as exc:
-                raise StorageError(
-                    f"run {run_id}: checkpoint {checkpoint.checkpoint_id} holds a value that is "
-                    f"not JSON ({exc}); nothing was stored"
-                ) from exc
+            plan = self._plan(run_id, key, checkpoint)
             stored = self._append(state, key, event)
-            saved = checkpoint
-            self._cursors[run_id] = write_delta(conn, plan)
-            if len(self._cursors) > _CACHE_RUNS:
-                self._cursors.popitem(last=False)
-        return saved, stored
+            self._store_delta(run_id, plan)
+        return checkpoint, stored
+
+    def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None,
+        lease: Lease | None,
+    ) -> list[AgentEvent]:
+        """Events, run head and checkpoint in one transaction (see ``BatchEventStore``).
+
+        Every event is validated and numbered, and the checkpoint planned, before
+        the first statement; the events go in with one ``executemany``. A batch
+        holding a tool start or result is a barrier (committed before returning).
+        """
+        run_id = run.run_id
+        check_batch_shape(run, events, checkpoint)
+        barrier = not BARRIER_EVENTS.isdisjoint([event.event_type for event in events])
+        with self._write(run_id, "appending a batch of events", barrier=barrier) as conn:
+            self._check_lease(run_id, lease)
+            state, key = self._log_state(run_id)
+            # Validated in place: on any failure _write drops the run's cached state
+            # (it is rebuilt from the database, which this call has not touched yet).
+            # A staged copy would cost O(run length) per batch (the tool-call sets).
+            stored = [self._stage(state, key, event) for event in events]
+            assert key is not None
+            plan = None if checkpoint is None else self._plan(run_id, key, checkpoint)
+            rows = [event_row(key, event) for event in stored]
+            conn.executemany(INSERT_EVENT, rows)
+            if plan is not None:
+                self._store_delta(run_id, plan)
+            self._put_run(run, insert=False, defer=True)
+        return stored
 
     def finalize_run(
         self,
@@ -426,13 +467,11 @@ class SQLiteCore(LeaseOps):
         with self._write(run.run_id, "finalizing a run", barrier=True):
             self._check_lease(run.run_id, lease)
             state, key = self._log_state(run.run_id)
-            # both events are validated before either is written
-            scratch = state.copy()
-            validate_event_append(scratch, state_event)
-            scratch.apply(state_event.model_copy(update={"sequence": state.last_sequence + 1}))
-            validate_event_append(scratch, terminal_event)
-            first = self._append(state, key, state_event)
-            second = self._append(state, key, terminal_event)
+            # both events are validated before either is written (a failure drops the cache)
+            first = self._stage(state, key, state_event)
+            second = self._stage(state, key, terminal_event)
+            assert key is not None
+            self.conn.executemany(INSERT_EVENT, [event_row(key, first), event_row(key, second)])
             self._put_run(run, insert=False)
         return first, second
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -151,6 +151,20 @@ class SQLiteEventStore:
         """Store a checkpoint (as a delta) and its CHECKPOINT_CREATED event in one transaction."""
         return await self._call(self._core.save_checkpoint, checkpoint, event, None)
 
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """Append ``events``, replace the run head and store ``checkpoint`` in one transaction.
+
+        All or nothing (see ``avo.storage.base.BatchEventStore``). A batch holding a
+        tool start or result is committed before this returns; others ride the
+        group-commit window like single appends.
+        """
+        return await self._call(self._core.append_batch, run, events, checkpoint, None)
+
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
@@ -262,6 +276,16 @@ class FencedSQLiteEventStore:
         """save_checkpoint, fenced."""
         core = self.store._core
         return await self.store._call(core.save_checkpoint, checkpoint, event, self.lease)
+
+    async def append_batch(
+        self,
+        run: RunRecord,
+        events: Sequence[AgentEvent],
+        checkpoint: Checkpoint | None = None,
+    ) -> list[AgentEvent]:
+        """append_batch, fenced."""
+        core = self.store._core
+        return await self.store._call(core.append_batch, run, events, checkpoint, self.lease)
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
