@@ -18,7 +18,13 @@ from pydantic import Field, JsonValue
 
 from avo.exceptions import EventInvariantError, InvalidStateTransitionError
 from avo.models import AvoModel, new_id, utc_now
-from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
+from avo.state import (
+    LEGAL_MOVES,
+    RunState,
+    StopReason,
+    validate_terminal_outcome,
+    validate_transition,
+)
 
 
 class EventType(StrEnum):
@@ -161,7 +167,13 @@ def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
         raise _fail(state, "run_created may appear only once")
     payload = event.payload
     if kind is EventType.STATE_CHANGED:
-        _check_state_changed(state, payload)
+        move = (payload.get("from_state"), payload.get("to_state"))
+        try:
+            legal = move in LEGAL_MOVES and move[0] == state.state
+        except TypeError:  # an unhashable value: the full check names it
+            legal = False
+        if not legal:
+            _check_state_changed(state, payload)
     elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
         call_id = payload.get("tool_call_id")
         if not isinstance(call_id, str) or call_id not in state.started_tool_calls:

@@ -214,9 +214,9 @@ class AgentRuntime:
             ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:
                 if log.state is not RunState.PAUSED:
-                    await transition(self, ctx, RunState.PAUSED)
-                await transition(self, ctx, target)
-            await append(
+                    transition(self, ctx, RunState.PAUSED)
+                transition(self, ctx, target)
+            append(
                 self,
                 ctx,
                 EventType.RUN_RESUMED,

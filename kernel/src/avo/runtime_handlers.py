@@ -58,7 +58,7 @@ async def handle_created(rt: AgentRuntime, ctx: _RunContext) -> None:
         if lines:
             note = "Relevant memories:\n" + "\n".join(f"- {line}" for line in lines)
             ctx.messages.insert(len(ctx.messages) - 1, {"role": "system", "content": note})
-    await transition(rt, ctx, RunState.MODEL_PENDING)
+    transition(rt, ctx, RunState.MODEL_PENDING)
     await checkpoint(rt, ctx)
 
 
@@ -70,7 +70,7 @@ def _bind_event_sink(rt: AgentRuntime, ctx: _RunContext) -> None:
         kind = EventType(event_type)
         if kind not in _PROVIDER_EVENT_TYPES:
             raise ValueError(f"a provider may only record {sorted(_PROVIDER_EVENT_TYPES)}")
-        await append(rt, ctx, kind, dict(payload))
+        append(rt, ctx, kind, dict(payload))
 
     setattr(rt.provider, "event_sink", sink)  # noqa: B010 - provider-declared seam
 
@@ -156,7 +156,7 @@ async def _record_response(
         ctx.last_input_tokens = usage.input_tokens
     ctx.detector.record_model_response(response)
     step = ctx.next_step
-    await append_with_run(
+    append_with_run(
         rt,
         ctx,
         EventType.MODEL_RESPONDED,
@@ -175,7 +175,7 @@ async def _record_response(
     )
     ctx.next_step = step + 1
     ctx.pending_response = response
-    await transition(rt, ctx, RunState.DECISION_RECEIVED)
+    transition(rt, ctx, RunState.DECISION_RECEIVED)
     policy = ctx.policy
     if policy.checkpoint_every_step or response.tool_call is not None:
         await checkpoint(rt, ctx)
@@ -207,7 +207,7 @@ async def _record_response(
 async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Exception) -> None:
     ctx.consecutive_errors += 1
     message = f"Invalid model response: {exc}"
-    await append(
+    append(
         rt,
         ctx,
         EventType.MODEL_FAILED,
@@ -227,7 +227,7 @@ async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: Provide
     ctx.consecutive_errors += 1
     if rt._breaker is not None:
         rt._breaker.record_failure()
-    await append(
+    append(
         rt,
         ctx,
         EventType.MODEL_FAILED,
@@ -278,9 +278,7 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.messages.append(tool_call_message(call))
     ctx.detector.record_action(call)
     ctx.pending_call = call
-    await append(
-        rt, ctx, EventType.TOOL_REQUESTED, dict(_call_payload(rt, ctx, call)), redact=False
-    )
+    append(rt, ctx, EventType.TOOL_REQUESTED, dict(_call_payload(rt, ctx, call)), redact=False)
     limit = ctx.policy.repeated_action_limit
     if ctx.detector.repeated_action(limit):
         await trigger_policy(
@@ -290,7 +288,7 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
             f"Run stopped: the model repeated the same {call.name!r} call {limit} times.",
         )
         return
-    await transition(rt, ctx, RunState.TOOL_PENDING)
+    transition(rt, ctx, RunState.TOOL_PENDING)
 
 
 async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
@@ -298,7 +296,7 @@ async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     call = _pending_call(ctx)
     redacted = _call_payload(rt, ctx, call)
     call_id = redacted["tool_call_id"]
-    await append(
+    append(
         rt,
         ctx,
         EventType.TOOL_APPROVAL_REQUESTED,
@@ -310,12 +308,12 @@ async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         },
         redact=False,
     )
-    await transition(rt, ctx, RunState.APPROVAL_PENDING)
+    transition(rt, ctx, RunState.APPROVAL_PENDING)
 
 
 async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str) -> None:
     call = _pending_call(ctx)
-    await append(
+    append(
         rt,
         ctx,
         EventType.TOOL_DENIED,
@@ -353,15 +351,15 @@ async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     if not approved:
         await _deny(rt, ctx, "the approval callback denied the tool call", "approval")
         return
-    await append(rt, ctx, EventType.TOOL_APPROVED, dict(_call_payload(rt, ctx, call)), redact=False)
-    await transition(rt, ctx, RunState.TOOL_EXECUTING)
+    append(rt, ctx, EventType.TOOL_APPROVED, dict(_call_payload(rt, ctx, call)), redact=False)
+    transition(rt, ctx, RunState.TOOL_EXECUTING)
 
 
 async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     """TOOL_STARTED (durable), run the tool under the timeout, record the result, check."""
     call = _pending_call(ctx)
     policy = ctx.policy
-    await append(rt, ctx, EventType.TOOL_STARTED, dict(_call_payload(rt, ctx, call)), redact=False)
+    append(rt, ctx, EventType.TOOL_STARTED, dict(_call_payload(rt, ctx, call)), redact=False)
     await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
     started_at = utc_now()
     started = time.perf_counter()
@@ -386,7 +384,7 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
         return
     ctx.pending_response = None
     ctx.pending_call = None
-    await transition(rt, ctx, RunState.OBSERVATION_RECORDED)
+    transition(rt, ctx, RunState.OBSERVATION_RECORDED)
     if rt.hooks is not None:
         await flush(rt, ctx)
         await rt.hooks.fire(
@@ -446,7 +444,7 @@ def _failed(
 
 async def handle_observation_recorded(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Back to MODEL_PENDING for the next step."""
-    await transition(rt, ctx, RunState.MODEL_PENDING)
+    transition(rt, ctx, RunState.MODEL_PENDING)
 
 
 async def handle_paused(rt: AgentRuntime, ctx: _RunContext) -> None:

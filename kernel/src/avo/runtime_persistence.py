@@ -26,7 +26,13 @@ from avo.models import (
     replaced,
     trusted,
 )
-from avo.state import RunState, StopReason, validate_terminal_outcome, validate_transition
+from avo.state import (
+    STATE_VALUE,
+    RunState,
+    StopReason,
+    validate_terminal_outcome,
+    validate_transition,
+)
 from avo.tools import canonical_json
 
 if TYPE_CHECKING:
@@ -142,7 +148,7 @@ async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
             notify_appended(rt, event)
 
 
-async def append(
+def append(
     rt: AgentRuntime,
     ctx: _RunContext,
     kind: EventType,
@@ -156,7 +162,7 @@ async def append(
     return event
 
 
-async def append_with_run(
+def append_with_run(
     rt: AgentRuntime,
     ctx: _RunContext,
     kind: EventType,
@@ -185,14 +191,14 @@ async def append_with_run(
     return event
 
 
-async def transition(rt: AgentRuntime, ctx: _RunContext, target: RunState) -> None:
+def transition(rt: AgentRuntime, ctx: _RunContext, target: RunState) -> None:
     """Move the run to ``target`` (STATE_CHANGED + run head)."""
     validate_transition(ctx.state, target)
-    await append_with_run(
+    append_with_run(
         rt,
         ctx,
         EventType.STATE_CHANGED,
-        {"from_state": ctx.state.value, "to_state": target.value},
+        {"from_state": STATE_VALUE[ctx.state], "to_state": STATE_VALUE[target]},
         state=target,
     )
 
@@ -318,10 +324,10 @@ async def record_tool_result(rt: AgentRuntime, ctx: _RunContext, result: ToolRes
         "result": result.model_dump(mode="json"),
     }
     if result.success:
-        await append(rt, ctx, EventType.TOOL_COMPLETED, payload)
+        append(rt, ctx, EventType.TOOL_COMPLETED, payload)
     else:
         payload["error"] = result.error
-        await append(rt, ctx, EventType.TOOL_FAILED, payload)
+        append(rt, ctx, EventType.TOOL_FAILED, payload)
     apply_tool_result(ctx, result)
 
 
@@ -340,7 +346,7 @@ async def trigger_policy(
     output: str | None = None,
 ) -> None:
     """Record POLICY_TRIGGERED, then stop the run (STOPPED / ``reason``)."""
-    await append(
+    append(
         rt,
         ctx,
         EventType.POLICY_TRIGGERED,

@@ -103,6 +103,10 @@ _STOP_REASONS_BY_STATE: Mapping[RunState, frozenset[StopReason]] = {
 }
 
 
+STATE_VALUE: dict[RunState, str] = {state: state.value for state in RunState}
+"""Each state's string value (a dict lookup: cheaper than the enum's ``.value`` property)."""
+
+
 def is_terminal(state: RunState) -> bool:
     """Return True for COMPLETED, FAILED, STOPPED and CANCELLED."""
     return state in TERMINAL_STATES
@@ -140,7 +144,16 @@ def validate_terminal_outcome(state: RunState, reason: StopReason | None) -> Non
         )
 
 
+LEGAL_MOVES: frozenset[tuple[str, str]] = frozenset(
+    (source.value, target.value)
+    for source, targets in _ALLOWED_TRANSITIONS.items()
+    for target in targets
+)
+"""Every allowed (from_state, to_state) pair by value: the fast path of event validation."""
+
 __all__ = [
+    "LEGAL_MOVES",
+    "STATE_VALUE",
     "TERMINAL_STATES",
     "RunState",
     "StopReason",

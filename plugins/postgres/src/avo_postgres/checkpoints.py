@@ -81,20 +81,26 @@ class CachedLists:
 
 def _as_list(name: str, value: Any, previous: list[Any]) -> list[Any]:
     if name != _SET_FIELD:
-        return list(value)
+        return list(value)  # a copy: the cache must not change with the caller's list
     # Keep the stored order for ids already there, append new ones sorted, so
     # a growing set is a pure append.
-    current = value if isinstance(value, set) else set(value)
-    if current.issuperset(previous):
-        return [*previous, *sorted(current.difference(previous))]
+    current = value if isinstance(value, set | frozenset) else set(value)
+    added = current.difference(previous)
+    if len(current) - len(added) == len(previous):  # previous holds distinct ids: all kept
+        return [*previous, *sorted(added)]
     kept = [item for item in previous if item in current]
     return kept + sorted(current.difference(kept))
 
 
 def _first_difference(new: list[Any], old: list[Any]) -> int:
-    shared = min(len(new), len(old))
-    if new[:shared] == old[:shared]:
-        return shared
+    shared = len(old)
+    if len(new) >= shared:  # the usual case: compare old with new's prefix, one copy
+        if new[:shared] == old:
+            return shared
+    else:
+        shared = len(new)
+        if new == old[:shared]:
+            return shared
     for index in range(shared):
         if new[index] != old[index]:
             return index
