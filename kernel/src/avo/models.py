@@ -30,29 +30,29 @@ def new_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-class _EventIds:
-    """UUID-4-shaped ids for the run loop's hot path: a random 74-bit prefix and a counter.
+_event_id_prefix = ""
+_event_id_counter = itertools.count()
+
+
+def _reseed_event_ids() -> None:
+    global _event_id_prefix, _event_id_counter
+    _event_id_prefix = new_id()[:24]
+    _event_id_counter = itertools.count(_rng.getrandbits(40))
+
+
+def event_id() -> str:
+    """A UUID-4-shaped id for the run loop's hot path: a random prefix and a counter.
 
     Every id has the version-4 layout; the first 80 bits (74 random) are drawn
     once per process (and again in a forked child), the last 48 bits count up
     from a random start, so ids are unique without drawing 122 random bits for
     each of the ~14 events a loop step makes. Public ``new_id()`` stays fully random.
     """
-
-    def __init__(self) -> None:
-        self.reseed()
-
-    def reseed(self) -> None:
-        head = new_id()
-        self.prefix = head[:24]
-        self.counter = itertools.count(_rng.getrandbits(47))
-
-    def __call__(self) -> str:
-        return f"{self.prefix}{next(self.counter) & 0xFFFFFFFFFFFF:012x}"
+    return f"{_event_id_prefix}{next(_event_id_counter):012x}"
 
 
-event_id = _EventIds()
-os.register_at_fork(after_in_child=event_id.reseed)
+_reseed_event_ids()
+os.register_at_fork(after_in_child=_reseed_event_ids)
 
 
 _M = TypeVar("_M", bound=BaseModel)
