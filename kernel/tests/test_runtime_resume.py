@@ -206,3 +206,31 @@ async def test_plugin_set_change_is_unsafe(call: Any, answer: Any, echo_tool: An
         plugins=Plugins("1.3.0"),
     ).resume(run_id)
     assert ok.status is RunState.COMPLETED
+
+
+class CrashAtFinalize(InMemoryEventStore):
+    """Dies in finalize_run, after the final checkpoint is stored."""
+
+    async def finalize_run(self, run: Any, state_event: Any, terminal_event: Any) -> Any:
+        raise Crash
+
+
+async def test_a_run_killed_before_finalize_completes_on_resume(
+    call: Any, answer: Any, echo_tool: Any, effects: list[Any]
+) -> None:
+    store = CrashAtFinalize()
+    script = [call(call_id="c1", n=1), answer("the answer")]
+    run_id = await crashed_run(
+        AgentRuntime(provider=FakeProvider(script), tools=[echo_tool], event_store=store)
+    )
+    cp = await store.get_latest_checkpoint(run_id)
+    assert cp is not None and cp.state is RunState.DECISION_RECEIVED
+    assert cp.pending_response is None
+    store.__class__ = InMemoryEventStore  # the next process has a working disk
+    again = AgentRuntime(provider=FakeProvider(script), tools=[echo_tool], event_store=store)
+    result = await again.resume(run_id)
+    assert (result.status, result.output) == (RunState.COMPLETED, "the answer")
+    assert len(effects) == 1
+    kinds = [e.event_type for e in await store.get_events(run_id)]
+    assert kinds.count(EventType.RUN_COMPLETED) == 1
+    assert kinds.count(EventType.MODEL_RESPONDED) == 2  # the model was not asked again

@@ -267,7 +267,13 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Complete on a final answer; otherwise record the tool call and go to TOOL_PENDING."""
     response = ctx.pending_response
     if response is None:
-        raise RuntimeError("decision_received without a pending model response")
+        answer = _final_answer_in_transcript(ctx)
+        if answer is None:
+            raise RuntimeError("decision_received without a pending model response")
+        # Resumed from the checkpoint written just before finalize_run (the process
+        # died in between): the answer is already in the transcript; finish with it.
+        await terminate(rt, ctx, RunState.COMPLETED, StopReason.COMPLETED, output=answer)
+        return
     if response.content is not None:
         ctx.messages.append({"role": "assistant", "content": response.content})
         ctx.pending_response = None
@@ -454,6 +460,15 @@ async def handle_paused(rt: AgentRuntime, ctx: _RunContext) -> None:
         "with AgentRuntime.resume(run_id)",
         run_id=ctx.run_id,
     )
+
+
+def _final_answer_in_transcript(ctx: _RunContext) -> str | None:
+    last = ctx.messages[-1] if ctx.messages else None
+    if last is not None and last.get("role") == "assistant":
+        content = last.get("content")
+        if isinstance(content, str) and ctx.log.model_responded:
+            return content
+    return None
 
 
 def _call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str, Any]:
