@@ -146,3 +146,55 @@ async def test_delete_run_only_when_finished() -> None:
     assert await store.delete_run("r1")
     assert await store.get_run("r1") is None
     assert not await store.delete_run("r1")
+
+
+def _both(events: list[AgentEvent]) -> list[tuple[str, Any]]:
+    """Feed ``events`` to accept() and to validate+apply; record each outcome."""
+    fast, slow = RunLogState(run_id="r1"), RunLogState(run_id="r1")
+    outcomes: list[tuple[str, Any]] = []
+    for n, event in enumerate(events, start=1):
+        event = event.model_copy(update={"sequence": n})
+        results = []
+        for state, step in ((fast, "accept"), (slow, "validate")):
+            try:
+                if step == "accept":
+                    state.accept(event)
+                else:
+                    validate_event_append(state, event)
+                    state.apply(event)
+                results.append(("ok", None))
+            except EventInvariantError as exc:
+                results.append(("refused", str(exc)))
+        assert results[0] == results[1], (event, results)
+        assert fast == slow
+        outcomes.append(results[0])
+    return outcomes
+
+
+def test_accept_is_validate_then_apply() -> None:
+    created = ev(EventType.RUN_CREATED, task="t")
+    events = [
+        sc("created", "model_pending"),  # before run_created
+        created,
+        created,  # twice
+        sc("created", "model_pending"),
+        sc("created", "model_pending"),  # from the wrong state
+        sc("model_pending", "completed"),  # illegal move
+        ev(EventType.STATE_CHANGED, from_state=["x"], to_state="y"),  # unhashable
+        ev(EventType.STATE_CHANGED, from_state="model_pending"),  # missing to_state
+        ev(EventType.MODEL_RESPONDED, step=1),
+        ev(EventType.CHECKPOINT_CREATED, checkpoint_id="c", state="model_pending", next_step=2),
+        ev(EventType.TOOL_COMPLETED, tool_call_id="c1"),  # no start
+        ev(EventType.TOOL_STARTED, tool_call_id="c1"),
+        ev(EventType.TOOL_COMPLETED, tool_call_id="c1"),
+        ev(EventType.TOOL_FAILED, tool_call_id="c1"),  # second result
+        ev(EventType.MODEL_REQUESTED, run_id="r2"),  # another run
+        sc("model_pending", "decision_received"),
+        terminal(EventType.RUN_FAILED, "completed", "completed"),  # wrong kind
+        sc("decision_received", "completed"),
+        terminal(EventType.RUN_COMPLETED, "completed", "completed"),
+        ev(EventType.MODEL_REQUESTED),  # after terminal
+        sc("completed", "model_pending"),  # after terminal
+    ]
+    outcomes = _both(events)
+    assert [kind for kind, _ in outcomes].count("ok") == 9

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import Field, JsonValue
 
@@ -123,6 +124,37 @@ class RunLogState:
         """Tool calls that started without a recorded result."""
         return self.started_tool_calls - self.finished_tool_calls
 
+    def accept(self, event: AgentEvent) -> None:
+        """``validate_event_append(self, event)`` then ``apply(event)``, in one pass.
+
+        The run loop's path: state changes and the payload-free-rule kinds
+        (model, approval, checkpoint, ... events) are checked and folded inline;
+        everything else, and anything refused, goes through the full check,
+        which raises the detailed EventInvariantError.
+        """
+        kind = event.event_type
+        if event.run_id == self.run_id and self.created and not self.terminal:
+            if kind is EventType.STATE_CHANGED:
+                payload = event.payload
+                move: tuple[Any, Any] = (payload.get("from_state"), payload.get("to_state"))
+                try:  # an unhashable value raises: the full check below names it
+                    target = _LEGAL_TARGET.get(move) if move[0] == self.state else None
+                except TypeError:
+                    target = None
+                if target is not None:
+                    if event.sequence > self.last_sequence:
+                        self.last_sequence = event.sequence
+                    self.state = target
+                    return
+            elif kind in _NO_PAYLOAD_RULE:
+                if event.sequence > self.last_sequence:
+                    self.last_sequence = event.sequence
+                if kind is EventType.MODEL_RESPONDED:
+                    self.model_responded = True
+                return
+        validate_event_append(self, event)
+        self.apply(event)
+
     def apply(self, event: AgentEvent) -> None:
         """Fold an accepted event into the summary."""
         kind = event.event_type
@@ -139,6 +171,20 @@ class RunLogState:
             self.finished_tool_calls.add(str(event.payload["tool_call_id"]))
         elif kind in TERMINAL_EVENT_TYPES:
             self.terminal = True
+
+
+_LEGAL_TARGET: dict[tuple[Any, Any], RunState] = {
+    move: _STATE_BY_VALUE[move[1]] for move in LEGAL_MOVES
+}
+_NO_PAYLOAD_RULE: frozenset[EventType] = frozenset(EventType) - {
+    EventType.RUN_CREATED,
+    EventType.STATE_CHANGED,
+    EventType.TOOL_STARTED,
+    EventType.TOOL_COMPLETED,
+    EventType.TOOL_FAILED,
+    *TERMINAL_EVENT_TYPES,
+}
+"""Kinds §6 checks only for run, order and terminal: nothing in their payload."""
 
 
 def _fail(state: RunLogState, message: str) -> EventInvariantError:

@@ -101,8 +101,7 @@ def _queue(
     run: RunRecord | None = None,
     cp: Checkpoint | None = None,
 ) -> None:
-    validate_event_append(ctx.log, event)
-    ctx.log.apply(event)
+    ctx.log.accept(event)
     ctx.pending.append((event, run, cp))
 
 
@@ -171,17 +170,15 @@ def append_with_run(
 ) -> AgentEvent:
     """Validate one event, update the run head with it, buffer both for the next flush."""
     event = _event(rt, ctx, kind, payload)
-    validate_event_append(ctx.log, event)
+    ctx.log.accept(event)
     if ctx.head_private:
         # Batching, and no one has seen this head object yet: update it in place.
         values = ctx.run.__dict__
         values.update(run_updates)
         values["updated_at"] = event.created_at
-        ctx.log.apply(event)
         ctx.pending.append((event, None, None))
         return event
     run = replaced(ctx.run, **run_updates, updated_at=event.created_at)
-    ctx.log.apply(event)
     if ctx.batch is None:  # replayed one by one: each event keeps its own head
         ctx.pending.append((event, run, None))
     else:

@@ -110,10 +110,10 @@ def apply_batch(
     sequence = log.last_sequence
     try:
         for event in events:
-            _validate(log, event)
             sequence += 1
             stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
             if stored.event_type in _TOOL_ID_KINDS:
+                _validate(log, stored)
                 target = (
                     log.started_tool_calls
                     if stored.event_type is EventType.TOOL_STARTED
@@ -122,7 +122,9 @@ def apply_batch(
                 call_id = str(stored.payload["tool_call_id"])
                 if call_id not in target:
                     added.append((target, call_id))
-            log.apply(stored)
+                log.apply(stored)
+            else:
+                log.accept(stored)
             staged.append(stored)
     except BaseException:
         StagedBatch(log, scalars, added, staged).rollback()
