@@ -6,7 +6,6 @@ Each handler moves a run out of one state. The dispatcher in
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from avo._deadline import within
 from avo._run_context import _RunContext
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
@@ -109,11 +109,12 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     try:
         if rt._rate_limiter is not None:
             await rt._rate_limiter.acquire(input_tokens=ctx.last_input_tokens)
-        async with asyncio.timeout(policy.provider_timeout_seconds):
-            if rt.stream_callback is not None and rt._can_stream:
-                response = await rt._stream_with_callback(request)
-            else:
-                response = await rt.provider.generate(request)
+        if rt.stream_callback is not None and rt._can_stream:
+            response = await within(
+                policy.provider_timeout_seconds, rt._stream_with_callback(request)
+            )
+        else:
+            response = await within(policy.provider_timeout_seconds, rt.provider.generate(request))
     except TimeoutError:
         await handle_provider_error(
             rt,
@@ -371,10 +372,10 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     started = time.perf_counter()
     crashed: str | None = None
     try:
-        async with asyncio.timeout(policy.tool_timeout_seconds):
-            result = await rt.tools.invoke(
-                call, completed_tool_call_ids=ctx.completed_tool_call_ids
-            )
+        result = await within(
+            policy.tool_timeout_seconds,
+            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+        )
     except TimeoutError:
         error = (
             f"Tool {call.name!r} exceeded the configured timeout of "
