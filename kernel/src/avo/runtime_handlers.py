@@ -157,19 +157,29 @@ async def _record_response(
         ctx.last_input_tokens = usage.input_tokens
     ctx.detector.record_model_response(response)
     step = ctx.next_step
+    # One redaction walk over the response; a tool call's four events reuse its result.
+    dumped = rt.redactor.value(response.model_dump(mode="json"))
+    call = response.tool_call
+    if call is not None:
+        redacted_call = dumped["tool_call"]
+        ctx.call_payload = (
+            call,
+            {key: redacted_call[key] for key in ("tool_call_id", "name", "arguments")},
+        )
     append_with_run(
         rt,
         ctx,
         EventType.MODEL_RESPONDED,
         {
             "step": step,
-            "response": response.model_dump(mode="json"),
+            "response": dumped,
             "duration_ms": round(duration_ms, 3),
             "token_accounting_available": accounting,
             "usage": usage.model_dump(mode="json") if usage is not None else None,
-            "provider": rt._provider_name,
+            "provider": rt._provider_name,  # the runtime's configuration, not model output
             "model": rt._provider_model,
         },
+        redact=False,
         steps=step,
         token_usage=total,
         token_accounting_available=accounting,

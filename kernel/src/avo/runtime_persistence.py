@@ -166,10 +166,12 @@ def append_with_run(
     ctx: _RunContext,
     kind: EventType,
     payload: dict[str, Any],
+    *,
+    redact: bool = True,
     **run_updates: Any,
 ) -> AgentEvent:
     """Validate one event, update the run head with it, buffer both for the next flush."""
-    event = _event(rt, ctx, kind, payload)
+    event = _event(rt, ctx, kind, payload, redact=redact)
     ctx.log.accept(event)
     if ctx.head_private:
         # Batching, and no one has seen this head object yet: update it in place.
