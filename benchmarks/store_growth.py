@@ -75,13 +75,18 @@ def _fresh(directory: Path, name: str) -> Path:
 
 
 class _Marks:
-    """Mixin recording the time of every checkpoint (two per tool step)."""
+    """Mixin recording the time of every checkpoint (two per tool step), batched or not."""
 
     marks: list[float]
 
     async def save_checkpoint(self, checkpoint: Any, event: Any) -> Any:
         self.marks.append(time.perf_counter())
         return await super().save_checkpoint(checkpoint, event)  # type: ignore[misc]
+
+    async def append_batch(self, run: Any, events: Any, checkpoint: Any = None) -> Any:
+        if checkpoint is not None:
+            self.marks.append(time.perf_counter())
+        return await super().append_batch(run, events, checkpoint)  # type: ignore[misc]
 
 
 class TimedSQLite(_Marks, SQLiteEventStore):
@@ -132,95 +137,116 @@ async def _sqlite_run(directory: Path, n: int) -> dict[str, float]:
     return row
 
 
-async def _store_only(directory: Path, n: int) -> dict[str, float]:
+async def _store_only(directory: Path, n: int, *, batched: bool) -> dict[str, float]:
     """The store alone, driven like the runtime drives it: per-step cost at the start vs end.
 
     Each step appends the loop's 14 events and two checkpoints whose history
     grows by two messages, one tool-call id and three fingerprints; the time
     is measured around the store calls only, so the kernel's own cost (and its
-    growth) is out of the figure.
+    growth) is out of the figure. ``batched`` makes the runtime's two
+    ``append_batch`` calls a step (10 events + head + checkpoint before the
+    tool runs, 4 events + head + checkpoint before the next model call);
+    otherwise the same events go through the single-event methods, as they do
+    for a store without ``append_batch``.
     """
     from avo.events import AgentEvent, EventType
     from avo.models import Checkpoint, RunRecord, TokenUsage
     from avo.state import RunState as S
 
-    async def go() -> dict[str, float]:
-        path = _fresh(directory, f"store-only-{n}.db")
-        store = SQLiteEventStore(path)
-        run_id = "store-only"
-        ev = lambda kind, **p: AgentEvent(run_id=run_id, event_type=kind, payload=p)  # noqa: E731
-        moved = lambda a, b: ev(EventType.STATE_CHANGED, from_state=a.value, to_state=b.value)  # noqa: E731
-        run = RunRecord(run_id=run_id, task="t")
-        await store.create_run(run, ev(EventType.RUN_CREATED, task="t", policy={}))
-        await store.append_event(moved(S.CREATED, S.MODEL_PENDING))
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "t"}]
-        done: set[str] = set()
-        prints: list[str] = []
-        costs: list[float] = []
+    path = _fresh(directory, f"store-only-{n}-{batched}.db")
+    store = SQLiteEventStore(path)
+    run_id = "store-only"
+    sequence = 0
 
-        def cp(state: S, step: int) -> tuple[Checkpoint, AgentEvent]:
-            c = Checkpoint.model_construct(
-                checkpoint_id=f"{step}-{state.value}",
-                run_id=run_id,
-                created_at=utc_now(),
-                state=state,
-                messages=list(messages),
-                next_step=step + 1,
-                token_usage=TokenUsage(),
-                token_accounting_available=True,
-                consecutive_errors=0,
-                repeated_action_history=list(prints),
-                observation_fingerprints=list(prints),
-                model_response_fingerprints=list(prints),
-                progress_markers=[],
-                completed_tool_call_ids=set(done),
-                user_state={},
-                policy={"max_steps": n + 5},
-                provider_metadata={"provider_type": "x"},
-                pending_response=None,
-                last_event_sequence=0,
-            )
-            return c, ev(EventType.CHECKPOINT_CREATED, checkpoint_id=c.checkpoint_id)
+    def ev(kind: EventType, **payload: Any) -> AgentEvent:
+        nonlocal sequence
+        sequence += 1  # the runtime pre-numbers its events
+        return AgentEvent(run_id=run_id, event_type=kind, payload=payload, sequence=sequence)
 
-        for step in range(1, n + 1):
-            call = f"call-{step:06d}-{'x' * 26}"
-            started = time.perf_counter()
-            await store.append_event(ev(EventType.MODEL_RESPONDED, step=step, response={}))
-            await store.append_event_and_update_run(
-                moved(S.MODEL_PENDING, S.DECISION_RECEIVED), run
-            )
-            messages.append({"role": "assistant", "tool_calls": [{"id": call}]})
-            prints.append(f"{step:064d}")
-            await store.save_checkpoint(*cp(S.DECISION_RECEIVED, step))
-            await store.append_event(ev(EventType.TOOL_REQUESTED, tool_call_id=call))
-            await store.append_event_and_update_run(moved(S.DECISION_RECEIVED, S.TOOL_PENDING), run)
-            await store.append_event(ev(EventType.TOOL_APPROVAL_REQUESTED, tool_call_id=call))
-            await store.append_event_and_update_run(moved(S.TOOL_PENDING, S.APPROVAL_PENDING), run)
-            await store.append_event(ev(EventType.TOOL_APPROVED, tool_call_id=call))
-            await store.append_event_and_update_run(
-                moved(S.APPROVAL_PENDING, S.TOOL_EXECUTING), run
-            )
-            await store.append_event(ev(EventType.TOOL_STARTED, tool_call_id=call))
-            await store.append_event(ev(EventType.TOOL_COMPLETED, tool_call_id=call, output=step))
-            await store.append_event_and_update_run(
-                moved(S.TOOL_EXECUTING, S.OBSERVATION_RECORDED), run
-            )
-            messages.append({"role": "tool", "tool_call_id": call, "content": str(step)})
-            done.add(call)
-            await store.save_checkpoint(*cp(S.OBSERVATION_RECORDED, step))
-            await store.append_event_and_update_run(
-                moved(S.OBSERVATION_RECORDED, S.MODEL_PENDING), run
-            )
-            costs.append(time.perf_counter() - started)
-        await store.close()
-        tenth = max(1, n // 10)
-        return {
-            "early_us": statistics.median(costs[:tenth]) * 1e6,
-            "late_us": statistics.median(costs[-tenth:]) * 1e6,
-            "mean_us": statistics.fmean(costs) * 1e6,
-        }
+    def moved(a: S, b: S) -> AgentEvent:
+        return ev(EventType.STATE_CHANGED, from_state=a.value, to_state=b.value)
 
-    return await go()
+    run = RunRecord(run_id=run_id, task="t")
+    await store.create_run(run, ev(EventType.RUN_CREATED, task="t", policy={}))
+    await store.append_event(moved(S.CREATED, S.MODEL_PENDING))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "t"}]
+    done: set[str] = set()
+    prints: list[str] = []
+    costs: list[float] = []
+
+    def cp(state: S, step: int) -> tuple[Checkpoint, AgentEvent]:
+        c = Checkpoint.model_construct(
+            checkpoint_id=f"{step}-{state.value}",
+            run_id=run_id,
+            created_at=utc_now(),
+            state=state,
+            messages=list(messages),
+            next_step=step + 1,
+            token_usage=TokenUsage(),
+            token_accounting_available=True,
+            consecutive_errors=0,
+            repeated_action_history=list(prints),
+            observation_fingerprints=list(prints),
+            model_response_fingerprints=list(prints),
+            progress_markers=[],
+            completed_tool_call_ids=set(done),
+            user_state={},
+            policy={"max_steps": n + 5},
+            provider_metadata={"provider_type": "x"},
+            pending_response=None,
+            last_event_sequence=0,
+        )
+        return c, ev(EventType.CHECKPOINT_CREATED, checkpoint_id=c.checkpoint_id)
+
+    async def write(events: list[AgentEvent], checkpoint: Checkpoint | None) -> None:
+        if batched:
+            await store.append_batch(run, events, checkpoint)
+            return
+        for event in events:  # the runtime's replay for stores without append_batch
+            if event.event_type is EventType.CHECKPOINT_CREATED:
+                assert checkpoint is not None
+                await store.save_checkpoint(checkpoint, event)
+            elif event.event_type is EventType.STATE_CHANGED:
+                await store.append_event_and_update_run(event, run)
+            else:
+                await store.append_event(event)
+
+    for step in range(1, n + 1):
+        call = f"call-{step:06d}-{'x' * 26}"
+        started = time.perf_counter()
+        responded = ev(EventType.MODEL_RESPONDED, step=step, response={})
+        decided = moved(S.MODEL_PENDING, S.DECISION_RECEIVED)
+        messages.append({"role": "assistant", "tool_calls": [{"id": call}]})
+        prints.append(f"{step:064d}")
+        checkpoint, checkpointed = cp(S.DECISION_RECEIVED, step)
+        before_tool = [
+            responded,
+            decided,
+            checkpointed,
+            ev(EventType.TOOL_REQUESTED, tool_call_id=call),
+            moved(S.DECISION_RECEIVED, S.TOOL_PENDING),
+            ev(EventType.TOOL_APPROVAL_REQUESTED, tool_call_id=call),
+            moved(S.TOOL_PENDING, S.APPROVAL_PENDING),
+            ev(EventType.TOOL_APPROVED, tool_call_id=call),
+            moved(S.APPROVAL_PENDING, S.TOOL_EXECUTING),
+            ev(EventType.TOOL_STARTED, tool_call_id=call),
+        ]
+        await write(before_tool, checkpoint)
+        completed = ev(EventType.TOOL_COMPLETED, tool_call_id=call, output=step)
+        recorded = moved(S.TOOL_EXECUTING, S.OBSERVATION_RECORDED)
+        messages.append({"role": "tool", "tool_call_id": call, "content": str(step)})
+        done.add(call)
+        checkpoint, checkpointed = cp(S.OBSERVATION_RECORDED, step)
+        pending = moved(S.OBSERVATION_RECORDED, S.MODEL_PENDING)
+        await write([completed, recorded, checkpointed, pending], checkpoint)
+        costs.append(time.perf_counter() - started)
+    await store.close()
+    tenth = max(1, n // 10)
+    return {
+        "early_us": statistics.median(costs[:tenth]) * 1e6,
+        "late_us": statistics.median(costs[-tenth:]) * 1e6,
+        "mean_us": statistics.fmean(costs) * 1e6,
+    }
 
 
 def _raw_baseline(directory: Path, steps: int, synchronous: str) -> dict[str, float]:
@@ -319,7 +345,11 @@ async def main(quick: bool) -> None:
         normal = min(
             (_raw_baseline(directory, 200, "NORMAL") for _ in range(3)), key=lambda r: r["wall_us"]
         )
-        store_only = {n: await _store_only(directory, n) for n in sizes}
+        store_only = {
+            (n, batched): await _store_only(directory, n, batched=batched)
+            for batched in (True, False)
+            for n in sizes
+        }
         stall_n = 100 if quick else 200
         ours = await _stall(directory, TimedSQLite, stall_n)
         inline = await _stall(directory, InlineSQLite, stall_n)
@@ -349,11 +379,16 @@ async def main(quick: bool) -> None:
     print(f"ratio late/early step at N={sizes[-1]}: {big['late_us'] / big['early_us']:.2f}x")
     print(f"bytes per step N={sizes[-1]} / N=20: {big['bytes_step'] / rows[20]['bytes_step']:.2f}x")
     print("the store alone, driven like the runtime (14 events + 2 checkpoints a step):")
-    for n, r in store_only.items():
+    for (n, batched), r in store_only.items():
+        how = "2 append_batch calls" if batched else "16 single-event calls"
         print(
-            f"  N={n:>5}: mean {r['mean_us']:.0f} µs/step, first tenth {r['early_us']:.0f} µs, "
-            f"last tenth {r['late_us']:.0f} µs (late/early {r['late_us'] / r['early_us']:.2f}x)"
+            f"  {how}, N={n:>5}: mean {r['mean_us']:.0f} µs/step, first tenth "
+            f"{r['early_us']:.0f} µs, last tenth {r['late_us']:.0f} µs "
+            f"(late/early {r['late_us'] / r['early_us']:.2f}x)"
         )
+    for n in sizes:
+        gain = store_only[(n, False)]["mean_us"] / store_only[(n, True)]["mean_us"]
+        print(f"  batched vs single-event calls at N={n}: {gain:.1f}x less store time a step")
     at200 = rows[200]
     store_share = at200["cpu_us"] - memory[200]["cpu_us"]
     print(

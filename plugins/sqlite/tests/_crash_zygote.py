@@ -98,6 +98,12 @@ class _PauseAfterResult:
         await self._check(result[0])
         return result
 
+    async def append_batch(self, run: Any, events: Any, checkpoint: Any = None) -> Any:
+        stored = await self._store.append_batch(run, events, checkpoint)
+        for event in stored:
+            await self._check(event)
+        return stored
+
 
 async def _trial(spec: dict[str, Any]) -> None:
     pause = spec.get("pause")

@@ -15,6 +15,7 @@ import json
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from _crash_zygote import effect_tool, script  # noqa: E402
 
 STEPS = 6
 TRIALS = 50
+READ_TIMEOUT = 60.0
 
 
 class Zygote:
@@ -60,15 +62,29 @@ class Zygote:
 
     def read_until(self, *prefixes: str) -> str:
         assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError("the crash zygote died")
-            line = line.strip()
-            if line.startswith("error"):
-                raise AssertionError(f"trial child failed: {line}")
-            if line.startswith(prefixes):
-                return line
+        # A line that never comes (a trial hanging) must fail the test, not hang it:
+        # past the deadline the zygote is killed, so readline sees end of file.
+        watchdog = threading.Timer(READ_TIMEOUT, self.proc.kill)
+        watchdog.start()
+        try:
+            while True:
+                line = self._line()
+                if line.startswith("error"):
+                    raise AssertionError(f"trial child failed: {line}")
+                if line.startswith(prefixes):
+                    return line
+        finally:
+            watchdog.cancel()
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError(
+                f"the crash zygote died, or sent nothing expected for {READ_TIMEOUT} s "
+                "and was killed"
+            )
+        return line.strip()
 
     def start(self, **spec: Any) -> None:
         self.send("run " + json.dumps(spec))

@@ -93,6 +93,10 @@ class SQLiteEventStore:
         (a write lock held by another connection, an fsync with
         ``synchronous="FULL"``, a WAL checkpoint) runs on the worker thread.
         """
+        # Let other tasks (other runs) take a turn, as a real I/O wait would. It comes
+        # before the call, not after: a cancellation landing here stores nothing, and
+        # once an inline call ran nothing is awaited before its result is returned.
+        await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
         core = self._core
@@ -111,11 +115,6 @@ class SQLiteEventStore:
             finally:
                 core.lock.release()
             if result is not _BLOCKED:
-                # Let other tasks (other runs) take a turn, as a real I/O wait would.
-                try:
-                    await asyncio.sleep(0)
-                except asyncio.CancelledError:
-                    _cancel_again()
                 return cast(T, result)
         future = asyncio.wrap_future(self._worker.submit(fn, *args))
         try:
