@@ -47,6 +47,8 @@ class _RunContext:
     head_private: bool = False
     # The pending call's redacted (tool_call_id, name, arguments) payload, by call.
     call_payload: tuple[ToolCall, dict[str, Any]] | None = None
+    # The last checkpoint's copy of completed_tool_call_ids (reused while unchanged).
+    completed_snapshot: set[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.policy_json:

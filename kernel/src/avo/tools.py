@@ -9,6 +9,7 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from json.encoder import c_encode_basestring_ascii, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, JsonValue, ValidationError
@@ -227,16 +228,25 @@ class ToolRegistry:
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+# The C encoder JSONEncoder.encode would build on every call, built once (no
+# circular-reference markers: the values are JSON data made by the loop).
+_C_CANONICAL = (
+    c_make_encoder(None, str, c_encode_basestring_ascii, None, ":", ",", True, False, True)
+    if c_make_encoder is not None and c_encode_basestring_ascii is not None
+    else None
+)
 
 
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys (one shared encoder; the loop calls this every step)."""
-    return _CANONICAL.encode(value)
+    if _C_CANONICAL is None or type(value) is str:  # pragma: no cover - pure-Python json
+        return _CANONICAL.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def canonical_fingerprint(value: JsonValue) -> str:
     """sha256 of ``json.dumps(value, sort_keys=True)``."""
-    return hashlib.sha256(_CANONICAL.encode(value).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 def tool_call_fingerprint(call: ToolCall) -> str:
