@@ -71,9 +71,14 @@ _EVENT_CODES: dict[str, int] = {
 _EVENT_NAMES = {code: name for name, code in _EVENT_CODES.items()}
 
 
+_CODE_BY_TYPE: dict[EventType, int | str] = {
+    kind: _EVENT_CODES.get(kind.value, kind.value) for kind in EventType
+}
+
+
 def encode_type(kind: EventType) -> int | str:
     """An event type as its one-byte code (or its name when it has none)."""
-    return _EVENT_CODES.get(kind.value, kind.value)
+    return _CODE_BY_TYPE[kind]
 
 
 def decode_type(stored: int | str) -> EventType:
@@ -120,7 +125,7 @@ def event_row(run_key: int, event: AgentEvent) -> EventRow:
     return (
         (run_key << SEQUENCE_BITS) | event.sequence,
         encode_id(event.event_id),
-        _EVENT_CODES.get(event.event_type.value, event.event_type.value),
+        _CODE_BY_TYPE[event.event_type],
         to_us(event.created_at),
         dumps(event.payload),
         event.parent_event_id,

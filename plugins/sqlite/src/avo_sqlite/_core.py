@@ -6,8 +6,10 @@ Each write method is one ``BEGIN IMMEDIATE`` transaction that (1) checks the
 run's lease, (2) re-reads the run's last sequence and reloads the cached
 :class:`~avo.events.RunLogState` if another writer (process or store) moved
 it, (3) validates every event with :func:`~avo.events.validate_event_append`,
-and (4) writes. Any failure rolls back and drops the run's caches, so the next
-write rebuilds them from the database.
+and (4) writes. Steps (1) and (2) are skipped while ``PRAGMA data_version``
+shows that no other connection committed since they were last made. Any
+failure rolls back and drops the run's caches, so the next write rebuilds
+them from the database.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from avo.events import (
     AgentEvent,
     EventType,
     RunLogState,
-    validate_event_append,
 )
 from avo.exceptions import (
     EventInvariantError,
@@ -114,9 +115,12 @@ class SQLiteCore(LeaseOps):
         # Run records written by effect-free appends, kept until the transaction's
         # next read of `runs` or its commit: a step rewrites its run head 7 times.
         self._pending_runs: dict[str, RunRecord] = {}
-        # Checks already made inside the open transaction (no other writer can interleave).
+        # Checks already made, valid while no other connection commits (see
+        # _see_other_writers): runs whose cached state is current, and lease checks passed.
         self._fresh: set[str] = set()
         self._leases_checked: set[tuple[str, int | None]] = set()
+        self._data_version: int | None = None
+        self._busy_ms = BUSY_TIMEOUT_MS
 
     # ------------------------------------------------------------------ helpers
     def close(self) -> None:
@@ -136,8 +140,6 @@ class SQLiteCore(LeaseOps):
     def flush(self) -> None:
         """Commit the writes buffered by group commit (no-op when there are none)."""
         self.pending_since = None
-        self._fresh.clear()
-        self._leases_checked.clear()
         if not self.conn.in_transaction:
             self._pending_runs.clear()
             return
@@ -150,6 +152,8 @@ class SQLiteCore(LeaseOps):
                 self.conn.execute("ROLLBACK")
             self._states.clear()
             self._cursors.clear()
+            self._fresh.clear()
+            self._leases_checked.clear()
             self._broken = StorageError(
                 f"committing buffered writes to {self.path} failed: {exc}; the writes since the "
                 "last tool boundary were lost, so this store refuses further use: reopen it"
@@ -202,19 +206,38 @@ class SQLiteCore(LeaseOps):
         hands the call to the worker (WouldBlock, nothing changed) if it is busy.
         """
         if not self.inline:
+            self._busy_timeout(BUSY_TIMEOUT_MS)
             self.conn.execute("BEGIN IMMEDIATE")
             return
         if not self.inline_writes:
             raise WouldBlock
-        self.conn.execute("PRAGMA busy_timeout = 0")
+        # The loop thread's setting stays until the worker thread needs the real one:
+        # one statement a write instead of three.
+        self._busy_timeout(0)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 raise WouldBlock from exc
             raise
-        finally:
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+    def _busy_timeout(self, ms: int) -> None:
+        if self._busy_ms != ms:
+            self.conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_ms = ms
+
+    def _see_other_writers(self) -> None:
+        """Forget the checks made before this transaction if another connection committed since.
+
+        ``PRAGMA data_version`` changes exactly when another connection (process or
+        store) committed: while it does not, the cached run states, checkpoint
+        cursors and lease checks still describe the database.
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version = version
+            self._fresh.clear()
+            self._leases_checked.clear()
 
     @contextmanager
     def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
@@ -226,6 +249,7 @@ class SQLiteCore(LeaseOps):
             if outer:
                 self._begin()
                 self.pending_since = self.last_write = time.monotonic()
+                self._see_other_writers()
         except sqlite3.Error as exc:
             raise self._error(action, exc) from exc
         # Every write validates all it will write before its first statement, so a
@@ -254,6 +278,7 @@ class SQLiteCore(LeaseOps):
             self.flush()
 
     def _read(self, action: str) -> Any:
+        self._busy_timeout(BUSY_TIMEOUT_MS)  # a read may wait (rarely, in WAL mode)
         return _ReadGuard(self.path, action)
 
     def _key(self, run_id: str, *, refresh: bool = False) -> int | None:
@@ -299,10 +324,9 @@ class SQLiteCore(LeaseOps):
         """
         if key is None or (not state.created and event.event_type is not EventType.RUN_CREATED):
             raise RunNotFoundError(f"run {state.run_id} does not exist", run_id=state.run_id)
-        validate_event_append(state, event)
         sequence = state.last_sequence + 1
         stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
-        state.apply(stored)
+        state.accept(stored)  # validate_event_append + apply, in one pass
         return stored
 
     def _append(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:

@@ -58,6 +58,7 @@ class LeaseOps:
         if ttl <= 0:
             raise LeaseError(f"lease ttl must be positive seconds, got {ttl!r}", run_id=run_id)
         with self._write(run_id, "acquiring a lease", barrier=True) as conn:
+            self._leases_checked.clear()  # the token moves: earlier checks no longer hold
             now = time.time()
             row = conn.execute(
                 "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
@@ -88,6 +89,7 @@ class LeaseOps:
 
     def release_lease(self, lease: Lease) -> None:
         with self._write(lease.run_id, "releasing a lease", barrier=True) as conn:
+            self._leases_checked.clear()
             conn.execute(
                 "UPDATE leases SET owner = NULL, expires_at = 0"
                 " WHERE run_id = ? AND token = ? AND owner = ?",
