@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from avo.events import AgentEvent, EventType
+from avo.events import EventType
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SEQUENCE_BITS = 32
@@ -109,24 +109,3 @@ def decode_id(stored: bytes | str) -> str:
         return stored
     h = stored.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-INSERT_EVENT = (
-    "INSERT INTO events (event_key, event_id, event_type, created_us, payload, parent_event_id)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
-)
-
-
-EventRow = tuple[int, bytes | str, int | str, int, str, str | None]
-
-
-def event_row(run_key: int, event: AgentEvent) -> EventRow:
-    """The ``events`` row of a numbered event (parameters of :data:`INSERT_EVENT`)."""
-    return (
-        (run_key << SEQUENCE_BITS) | event.sequence,
-        encode_id(event.event_id),
-        _CODE_BY_TYPE[event.event_type],
-        to_us(event.created_at),
-        dumps(event.payload),
-        event.parent_event_id,
-    )

@@ -14,7 +14,6 @@ them from the database.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -46,15 +45,9 @@ from avo_sqlite._checkpoints import (
     plan_delta,
     write_delta,
 )
-from avo_sqlite._codec import (
-    INSERT_EVENT,
-    decode_id,
-    decode_type,
-    event_row,
-    from_us,
-    key_range,
-)
+from avo_sqlite._codec import decode_id, decode_type, from_us, key_range
 from avo_sqlite._leases import LeaseOps
+from avo_sqlite._payloads import INSERT_EVENT, decode_payload, event_row
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -533,18 +526,21 @@ class SQLiteCore(LeaseOps):
             " FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
             (low, high),
         ).fetchall()
-        return [
-            AgentEvent(
-                run_id=run_id,
-                sequence=int(row[0]) - low,
-                event_id=decode_id(row[1]),
-                event_type=decode_type(row[2]),
-                created_at=from_us(int(row[3])),
-                payload=json.loads(row[4]),
-                parent_event_id=row[5],
+        events = []
+        for row in rows:
+            kind = decode_type(row[2])
+            events.append(
+                AgentEvent(
+                    run_id=run_id,
+                    sequence=int(row[0]) - low,
+                    event_id=decode_id(row[1]),
+                    event_type=kind,
+                    created_at=from_us(int(row[3])),
+                    payload=decode_payload(kind, row[4], run_id),
+                    parent_event_id=row[5],
+                )
             )
-            for row in rows
-        ]
+        return events
 
     def get_events(self, run_id: str) -> list[AgentEvent]:
         with self._read("reading events"):

@@ -23,8 +23,12 @@ from pathlib import Path
 from avo.exceptions import StorageError
 
 APPLICATION_ID = 0x41564F31  # "AVO1" in the SQLite header's application_id field
-SCHEMA_VERSION = 1
-"""The schema this code writes (``PRAGMA user_version``); newer files are refused."""
+SCHEMA_VERSION = 2
+"""The schema this code writes (``PRAGMA user_version``); newer files are refused.
+
+2: event payloads may be stored in the short forms of ``_payloads`` (tables
+unchanged). A version 1 file is read as it is and marked 2 when opened, so an
+older avo-sqlite refuses it from then on instead of misreading a short form."""
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 BUSY_TIMEOUT_MS = 10_000
