@@ -102,8 +102,10 @@ def _save_lineage(
 ) -> _Lineage:
     if name == SET_FIELD:
         members: set[str] = value
-        added = None
-        if old is not None and old.members is not None and len(members) >= len(old.members):
+        added: set[str] | None = None
+        if old is not None and old.members is members:  # the runtime shares an unchanged set
+            added = set()
+        elif old is not None and old.members is not None and len(members) >= len(old.members):
             added = members - old.members
             # |added| == |new| - |old| exactly when every old id is still there (one pass)
             if len(added) != len(members) - len(old.members):

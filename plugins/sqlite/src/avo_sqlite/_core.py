@@ -156,11 +156,20 @@ class SQLiteCore(LeaseOps):
     def _sync_runs(self) -> None:
         """Write the deferred run records (inside the open transaction)."""
         if self._pending_runs:
-            self.conn.executemany(
-                "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
-                " WHERE run_id = ?",
-                [_run_params(run) for run in self._pending_runs.values()],
-            )
+            runs = self._pending_runs.values()
+            keys = self._keys
+            if all(run.run_id in keys for run in runs):  # by rowid: no index lookup
+                self.conn.executemany(
+                    "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
+                    " WHERE run_key = ?",
+                    [(*_run_params(run)[:4], keys[run.run_id]) for run in runs],
+                )
+            else:
+                self.conn.executemany(
+                    "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
+                    " WHERE run_id = ?",
+                    [_run_params(run) for run in runs],
+                )
             self._pending_runs.clear()
 
     def _abandon(self, action: str, exc: BaseException) -> None:
