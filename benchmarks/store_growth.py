@@ -6,6 +6,9 @@ included), database bytes per step, and early- vs late-step time; then
 
 - the ratio of per-step time at 2,000 vs 20 steps (target: within 1.5x);
 - the same loop on the in-memory store, so the store's own share is visible;
+- the store alone, driven like the runtime drives it: two ``append_batch``
+  calls a step (the runtime's path for a store that has it) and the same
+  events through the single-event methods (the path of a store without it);
 - a plain sqlite3 loop doing one committed transaction of ten small rows per
   step in WAL mode (synchronous FULL, SQLite's default, and NORMAL), measured
   in the same run, and the store's per-step time as a ratio of it;
