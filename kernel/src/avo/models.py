@@ -124,9 +124,13 @@ class TokenUsage(AvoModel):
 
     def plus(self, other: TokenUsage) -> TokenUsage:
         """Return a new TokenUsage summing both."""
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+        # Sums of validated non-negative ints: nothing to re-validate.
+        return trusted(
+            TokenUsage,
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+            },
         )
 
 

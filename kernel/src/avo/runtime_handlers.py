@@ -175,7 +175,7 @@ async def _record_response(
             "response": dumped,
             "duration_ms": round(duration_ms, 3),
             "token_accounting_available": accounting,
-            "usage": usage.model_dump(mode="json") if usage is not None else None,
+            "usage": dumped["usage"],  # the response's own usage, already dumped
             "provider": rt._provider_name,  # the runtime's configuration, not model output
             "model": rt._provider_model,
         },
