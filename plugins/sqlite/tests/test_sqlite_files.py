@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
@@ -160,3 +161,52 @@ async def test_undecodable_rows_are_a_storage_error(tmp_path: Path) -> None:
             await store.get_events(result.run_id)
         with pytest.raises(StorageError, match="cannot be read while listing runs"):
             await store.list_runs()
+
+
+async def test_a_schema_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    """Schema 1 numbered checkpoint items globally behind an index and stored payloads
+    as plain JSON: such a file opens, reads the same, and keeps working as schema 2."""
+    from avo.state import RunState
+    from avo.testing.store_values import checkpoint, checkpointed, moved
+
+    path = tmp_path / "old.db"
+    async with SQLiteEventStore(path, commit_delay=0) as store:
+        run_id = await start_run(store)
+        first = checkpoint(run_id, messages=[{"role": "user", "content": "a"}])
+        await store.save_checkpoint(first, checkpointed(run_id, first))
+        events = await store.get_events(run_id)
+    conn = sqlite3.connect(path, isolation_level=None)
+    # back to the schema 1 layout: small global item rowids, the index, JSON payloads
+    conn.execute("UPDATE checkpoint_items SET rowid = rowid & 4294967295")
+    conn.execute(
+        "CREATE UNIQUE INDEX checkpoint_items_key ON checkpoint_items (run_key, field, base, idx)"
+    )
+    rows = conn.execute("SELECT event_key, payload FROM events").fetchall()
+    for key, text in rows:
+        if not text.startswith("{"):
+            plain = next(e for e in events if e.sequence == key & 4294967295).payload
+            conn.execute(
+                "UPDATE events SET payload = ? WHERE event_key = ?",
+                (json.dumps(plain, separators=(",", ":")), key),
+            )
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+    async with SQLiteEventStore(path, commit_delay=0) as store:
+        assert await store.get_events(run_id) == events
+        assert await store.get_latest_checkpoint(run_id) == first
+        second = checkpoint(
+            run_id,
+            state=RunState.TOOL_PENDING,
+            messages=[*first.messages, {"role": "assistant", "content": "b"}],
+        )
+        await store.append_event(moved(run_id, RunState.DECISION_RECEIVED, RunState.TOOL_PENDING))
+        await store.save_checkpoint(second, checkpointed(run_id, second))
+    async with SQLiteEventStore(path) as store:
+        assert await store.get_latest_checkpoint(run_id) == second
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "checkpoint_items_key" not in indexes
+    assert conn.execute("SELECT MIN(rowid) FROM checkpoint_items").fetchone()[0] >= 1 << 32
+    conn.close()

@@ -65,6 +65,7 @@ class CheckpointCursor:
 
     position: int
     lineages: dict[str, _Lineage]
+    next_item: int = 1  # the number (low bits of the rowid) of the run's next item row
     # field -> (value, stored reference); (field, key) -> (value, base of its item row)
     fields: dict[str, tuple[Any, list[Any]]] = field(default_factory=dict)
     parts: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)
@@ -177,18 +178,23 @@ def _save_parts(
 class DeltaPlan:
     """Everything one checkpoint save will write, computed before any statement runs."""
 
-    items: list[Row]
+    items: list[tuple[int, int, str, int, int, str]]
     head: tuple[int, bytes | str, int, str]
     cursor: CheckpointCursor
 
 
-def plan_delta(run_key: int, cursor: CheckpointCursor | None, checkpoint: Checkpoint) -> DeltaPlan:
+def plan_delta(
+    run_key: int, cursor: CheckpointCursor | None, checkpoint: Checkpoint, next_item: int = 1
+) -> DeltaPlan:
     """Split ``checkpoint`` into a head row plus what is new since ``cursor`` (no I/O).
 
     ``cursor`` must describe the run's latest stored checkpoint (None when the
-    run has none). Raises (TypeError, ValueError) for values that are not JSON.
+    run has none; ``next_item`` is then the number of the run's next item row).
+    Raises (TypeError, ValueError) for values that are not JSON.
     """
     position = 1 if cursor is None else cursor.position + 1
+    if cursor is not None:
+        next_item = cursor.next_item
     rows: list[Row] = []
     out = CheckpointCursor(position=position, lineages={})
     for name in DELTA_FIELDS:
@@ -209,15 +215,20 @@ def plan_delta(run_key: int, cursor: CheckpointCursor | None, checkpoint: Checkp
         to_us(checkpoint.created_at),
         dumps(head),
     )
-    return DeltaPlan(items=rows, head=head_row, cursor=out)
+    # Item rows are numbered in the order written (rowid run_key << 32 | number), so a
+    # checkpoint's new items land together at the end of the table: one page a save.
+    first = row_key(run_key, next_item)
+    items = [(first + offset, *row) for offset, row in enumerate(rows)]
+    out.next_item = next_item + len(rows)
+    return DeltaPlan(items=items, head=head_row, cursor=out)
 
 
 def write_delta(conn: sqlite3.Connection, plan: DeltaPlan) -> CheckpointCursor:
     """Write a planned checkpoint (inside the caller's transaction)."""
     if plan.items:
         conn.executemany(
-            "INSERT INTO checkpoint_items (run_key, field, base, idx, value)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO checkpoint_items (rowid, run_key, field, base, idx, value)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             plan.items,
         )
     conn.execute(
@@ -228,12 +239,22 @@ def write_delta(conn: sqlite3.Connection, plan: DeltaPlan) -> CheckpointCursor:
     return plan.cursor
 
 
-def _item(conn: sqlite3.Connection, run_key: int, name: str, base: int) -> Any:
+def next_item(conn: sqlite3.Connection, run_key: int) -> int:
+    """The number of the run's next checkpoint item row."""
+    low, high = key_range(run_key)
     found = conn.execute(
-        "SELECT value FROM checkpoint_items WHERE run_key = ? AND field = ? AND base = ?"
-        " AND idx = 0",
-        (run_key, name, base),
+        "SELECT MAX(rowid) FROM checkpoint_items WHERE rowid BETWEEN ? AND ?", (low, high)
     ).fetchone()
+    return 1 if found[0] is None else int(found[0]) - low + 1
+
+
+# A run's items are the rowid range of its key (no index: reads scan the range).
+_ITEMS = "SELECT value FROM checkpoint_items WHERE rowid BETWEEN ? AND ? AND field = ? AND base = ?"
+
+
+def _item(conn: sqlite3.Connection, run_key: int, name: str, base: int) -> Any:
+    low, high = key_range(run_key)
+    found = conn.execute(_ITEMS + " AND idx = 0", (low, high, name, base)).fetchone()
     if found is None:
         raise StorageError(f"a checkpoint is missing its {name!r} value; the database is damaged")
     return json.loads(found[0])
@@ -258,7 +279,7 @@ def load_latest(
     data = dict(
         head, run_id=run_id, checkpoint_id=decode_id(row[1]), created_at=from_us(int(row[2]))
     )
-    cursor = CheckpointCursor(position=position, lineages={})
+    cursor = CheckpointCursor(position=position, lineages={}, next_item=next_item(conn, run_key))
     for name in PART_FIELDS:
         kind, payload = stored_parts[name]
         encoded = payload if kind == "i" else _item(conn, run_key, name, int(payload))
@@ -276,9 +297,8 @@ def load_latest(
         items = [
             json.loads(text)
             for (text,) in conn.execute(
-                "SELECT value FROM checkpoint_items WHERE run_key = ? AND field = ? AND base = ?"
-                " AND idx >= ? AND idx < ? ORDER BY idx",
-                (run_key, name, base, start, start + count),
+                _ITEMS + " AND idx >= ? AND idx < ? ORDER BY idx",
+                (low, high, name, base, start, start + count),
             )
         ]
         if len(items) != count:

@@ -42,6 +42,7 @@ from avo_sqlite._checkpoints import (
     CheckpointCursor,
     DeltaPlan,
     load_latest,
+    next_item,
     plan_delta,
     write_delta,
 )
@@ -418,13 +419,16 @@ class SQLiteCore(LeaseOps):
         # A cursor survives only while the run's sequence is unchanged since we cached
         # it (_log_state drops it on reload): another writer's checkpoint moves it.
         cursor = self._cursors.get(run_id)
+        first_item = 1
         if cursor is None and key is not None:
             loaded = load_latest(self.conn, run_id, key)  # read (and fail) before writing
             cursor = None if loaded is None else loaded[1]
+            if cursor is None:
+                first_item = next_item(self.conn, key)
         if key is None:
             raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
         try:
-            return plan_delta(key, cursor, checkpoint)
+            return plan_delta(key, cursor, checkpoint, first_item)
         except (TypeError, ValueError) as exc:
             raise StorageError(
                 f"run {run_id}: checkpoint {checkpoint.checkpoint_id} holds a value that is "
@@ -518,7 +522,7 @@ class SQLiteCore(LeaseOps):
             conn.execute(
                 "DELETE FROM checkpoints WHERE checkpoint_key BETWEEN ? AND ?", (low, high)
             )
-            conn.execute("DELETE FROM checkpoint_items WHERE run_key = ?", (key,))
+            conn.execute("DELETE FROM checkpoint_items WHERE rowid BETWEEN ? AND ?", (low, high))
             for table in ("leases", "ledger_entries", "job_checkpoints", "runs"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         self._forget(run_id)

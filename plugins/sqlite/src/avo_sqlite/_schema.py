@@ -1,10 +1,12 @@
 """Opening an avo SQLite file: identity and version checks, pragmas, tables.
 
 Keys: a run has an integer ``run_key`` (AUTOINCREMENT, never reused); an
-event's rowid is ``run_key << 32 | sequence`` and a checkpoint's
-``run_key << 32 | position``, so a run's events are one contiguous rowid range
-with no second index, and rows stay in rowid tables (large payloads are stored
-in place, not in mostly-empty overflow pages as WITHOUT ROWID tables would).
+event's rowid is ``run_key << 32 | sequence``, a checkpoint's
+``run_key << 32 | position`` and a checkpoint item's ``run_key << 32 | n``
+(numbered in the order written), so a run's events, checkpoints and items are
+each one contiguous rowid range with no second index, and rows stay in rowid
+tables (large payloads are stored in place, not in mostly-empty overflow pages
+as WITHOUT ROWID tables would).
 Event and checkpoint ids that are canonical UUIDs are stored as 16-byte blobs
 and event types as one-byte codes (see ``_codec``).
 
@@ -26,9 +28,11 @@ APPLICATION_ID = 0x41564F31  # "AVO1" in the SQLite header's application_id fiel
 SCHEMA_VERSION = 2
 """The schema this code writes (``PRAGMA user_version``); newer files are refused.
 
-2: event payloads may be stored in the short forms of ``_payloads`` (tables
-unchanged). A version 1 file is read as it is and marked 2 when opened, so an
-older avo-sqlite refuses it from then on instead of misreading a short form."""
+2: event payloads may be stored in the short forms of ``_payloads``, and
+checkpoint items are numbered per run (rowid ``run_key << 32 | n``, no index).
+A version 1 file's items are renumbered when it is opened and the file is
+marked 2, so an older avo-sqlite refuses it from then on instead of misreading
+it."""
 
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 BUSY_TIMEOUT_MS = 10_000
@@ -67,8 +71,6 @@ CREATE TABLE IF NOT EXISTS checkpoint_items (
     idx INTEGER NOT NULL,
     value TEXT NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS checkpoint_items_key
-    ON checkpoint_items (run_key, field, base, idx);
 CREATE TABLE IF NOT EXISTS leases (
     run_id TEXT PRIMARY KEY,
     owner TEXT,
@@ -171,6 +173,7 @@ def open_database(
             for statement in _DDL.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            _number_checkpoint_items(conn)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
@@ -187,6 +190,25 @@ def open_database(
             f"cannot open the avo database {path}: {exc} (the file may be corrupt)"
         ) from exc
     return conn
+
+
+def _number_checkpoint_items(conn: sqlite3.Connection) -> None:
+    """Move a schema 1 file's checkpoint items to per-run rowids and drop their index.
+
+    Schema 1 numbered items globally (below 2**32) and found them through the
+    index ``checkpoint_items_key``; since schema 2 an item's rowid is
+    ``run_key << 32 | number`` in the order written, so a save appends to one
+    page and a run's items are one rowid range. The move keeps each run's order.
+    """
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'checkpoint_items_key'"
+    ).fetchone()
+    if found is None:
+        return
+    conn.execute(
+        "UPDATE checkpoint_items SET rowid = (run_key << 32) | rowid WHERE rowid < (1 << 32)"
+    )
+    conn.execute("DROP INDEX checkpoint_items_key")
 
 
 def _check_identity(conn: sqlite3.Connection, path: Path) -> None:
