@@ -172,6 +172,14 @@ def kernel_only(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run every benchmark script with all shipped plugins installed."""
     _install_editable(session, _packages())
+    # Not avo dependencies: only benchmarks/langgraph_compare.py uses them (the
+    # versions its published figures were measured with).
+    session.install(
+        "langgraph==1.2.24",
+        "langgraph-checkpoint==4.3.2",
+        "langgraph-checkpoint-sqlite==3.1.2",
+        "langchain-core==1.8.3",
+    )
     _ensure_services(session)
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         session.log(f"--- {script.name}")
