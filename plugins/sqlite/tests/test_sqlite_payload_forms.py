@@ -119,3 +119,20 @@ async def test_the_store_keeps_short_forms_and_returns_equal_events(tmp_path: Pa
     assert any(text.startswith("=") for text in texts)  # the state changes
     assert any(text.startswith("~") for text in texts)  # the tool result
     assert RunState.MODEL_PENDING.value not in "".join(texts)
+
+
+async def test_a_batch_mixing_events_with_and_without_a_parent(tmp_path: Path) -> None:
+    async with SQLiteEventStore(tmp_path / "avo.db") as store:
+        run_id = await start_run(store)
+        first = AgentEvent(run_id=run_id, event_type=EventType.MODEL_REQUESTED, payload={"n": 1})
+        child = AgentEvent(
+            run_id=run_id,
+            event_type=EventType.MODEL_REQUESTED,
+            payload={"n": 2},
+            parent_event_id=first.event_id,
+        )
+        run = await store.get_run(run_id)
+        assert run is not None
+        stored = await store.append_batch(run, [first, child])
+        assert (await store.get_events(run_id))[-2:] == stored
+        assert stored[1].parent_event_id == first.event_id

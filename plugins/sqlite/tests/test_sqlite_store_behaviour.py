@@ -120,7 +120,7 @@ def test_codec_round_trips_ids_and_types() -> None:
     canonical = "6f1c1a70-5a8e-4c1e-9a55-7a3b1f2f9b10"
     for text in (canonical, "call-1", canonical.upper()):
         assert decode_id(encode_id(text)) == text
-    assert isinstance(encode_id("6f1c1a70-5a8e-4c1e-9a55-7a3b1f2f9b10"), bytes)
+    assert isinstance(encode_id("6f1c1a70-5a8e-4c1e-9a55-7a3b1f2f9b10"), bytearray)
     for kind in Kind:
         assert decode_type(encode_type(kind)) is kind
 

@@ -179,7 +179,7 @@ class DeltaPlan:
     """Everything one checkpoint save will write, computed before any statement runs."""
 
     items: list[tuple[int, int, str, int, int, str]]
-    head: tuple[int, bytes | str, int, str]
+    head: tuple[int, bytearray | str, int, str]
     cursor: CheckpointCursor
 
 

@@ -86,26 +86,28 @@ def decode_type(stored: int | str) -> EventType:
     return EventType(_EVENT_NAMES[stored] if isinstance(stored, int) else stored)
 
 
-def encode_id(text: str) -> bytes | str:
+def encode_id(text: str) -> bytearray | str:
     """A canonical UUID string (lower-case 8-4-4-4-12 hex) as its 16 bytes; any other id as itself.
 
-    Only a string that :func:`decode_id` gives back exactly is turned into bytes,
-    so every id round-trips unchanged.
+    Only a string that :func:`decode_id` gives back exactly is packed, so every
+    id round-trips unchanged. The bytes come as a ``bytearray``: sqlite3 binds
+    it as a BLOB directly, where a ``bytes`` value first goes through the
+    adapter lookup (two caught AttributeErrors per value).
     """
     if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
         return text
     digits = text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:]
     try:
-        raw = bytes.fromhex(digits)
+        raw = bytearray.fromhex(digits)
     except ValueError:
         return text
     # fromhex accepts upper case and spaces: only the canonical spelling is packed
     return raw if raw.hex() == digits else text
 
 
-def decode_id(stored: bytes | str) -> str:
-    """Inverse of :func:`encode_id`."""
-    if not isinstance(stored, bytes):
+def decode_id(stored: bytes | bytearray | str) -> str:
+    """Inverse of :func:`encode_id` (the database gives the BLOB back as ``bytes``)."""
+    if isinstance(stored, str):
         return stored
     h = stored.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

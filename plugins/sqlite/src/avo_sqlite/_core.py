@@ -48,7 +48,7 @@ from avo_sqlite._checkpoints import (
 )
 from avo_sqlite._codec import decode_id, decode_type, from_us, key_range
 from avo_sqlite._leases import LeaseOps
-from avo_sqlite._payloads import INSERT_EVENT, decode_payload, event_row
+from avo_sqlite._payloads import decode_payload, insert_events
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -335,7 +335,7 @@ class SQLiteCore(LeaseOps):
     def _append(self, state: RunLogState, key: int | None, event: AgentEvent) -> AgentEvent:
         stored = self._stage(state, key, event)
         assert key is not None
-        self.conn.execute(INSERT_EVENT, event_row(key, stored))
+        insert_events(self.conn, key, [stored])
         return stored
 
     def _put_run(self, run: RunRecord, *, insert: bool, defer: bool = False) -> None:
@@ -478,8 +478,7 @@ class SQLiteCore(LeaseOps):
             stored = [self._stage(state, key, event) for event in events]
             assert key is not None
             plan = None if checkpoint is None else self._plan(run_id, key, checkpoint)
-            rows = [event_row(key, event) for event in stored]
-            conn.executemany(INSERT_EVENT, rows)
+            insert_events(conn, key, stored)
             if plan is not None:
                 self._store_delta(run_id, plan)
             self._put_run(run, insert=False, defer=True)
@@ -501,7 +500,7 @@ class SQLiteCore(LeaseOps):
             first = self._stage(state, key, state_event)
             second = self._stage(state, key, terminal_event)
             assert key is not None
-            self.conn.executemany(INSERT_EVENT, [event_row(key, first), event_row(key, second)])
+            insert_events(self.conn, key, [first, second])
             self._put_run(run, insert=False)
         return first, second
 

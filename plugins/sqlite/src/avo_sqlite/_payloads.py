@@ -20,6 +20,7 @@ stored (its keys may come in another order).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -159,18 +160,34 @@ INSERT_EVENT = (
     "INSERT INTO events (event_key, event_id, event_type, created_us, payload, parent_event_id)"
     " VALUES (?, ?, ?, ?, ?, ?)"
 )
+# Events without a parent (nearly all): NULL in the SQL, not a bound None, which
+# sqlite3 would send through its adapter lookup first.
+_INSERT_ROOT_EVENT = (
+    "INSERT INTO events (event_key, event_id, event_type, created_us, payload, parent_event_id)"
+    " VALUES (?, ?, ?, ?, ?, NULL)"
+)
 
-
-EventRow = tuple[int, bytes | str, int | str, int, str, str | None]
+EventRow = tuple[int, bytearray | str, int | str, int, str]
 
 
 def event_row(run_key: int, event: AgentEvent) -> EventRow:
-    """The ``events`` row of a numbered event (parameters of :data:`INSERT_EVENT`)."""
+    """The ``events`` row of a numbered event, without its parent (see :func:`insert_events`)."""
     return (
         (run_key << SEQUENCE_BITS) | event.sequence,
         encode_id(event.event_id),
         encode_type(event.event_type),
         to_us(event.created_at),
         encode_payload(event.event_type, event.payload, event.run_id),
-        event.parent_event_id,
+    )
+
+
+def insert_events(conn: sqlite3.Connection, run_key: int, events: list[AgentEvent]) -> None:
+    """Insert numbered events of one run (one ``executemany`` when none has a parent)."""
+    rows = [event_row(run_key, event) for event in events]
+    if all(event.parent_event_id is None for event in events):
+        conn.executemany(_INSERT_ROOT_EVENT, rows)
+        return
+    conn.executemany(
+        INSERT_EVENT,
+        [(*row, event.parent_event_id) for row, event in zip(rows, events, strict=True)],
     )
