@@ -136,3 +136,24 @@ async def test_a_batch_mixing_events_with_and_without_a_parent(tmp_path: Path) -
         stored = await store.append_batch(run, [first, child])
         assert (await store.get_events(run_id))[-2:] == stored
         assert stored[1].parent_event_id == first.event_id
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, 2.5, None, True, 'é\\n"x'], "b": {"c": {}}},
+        "text",
+        7,
+        [float("inf"), float("nan"), 1e16],
+        {1: "int key", "k": []},
+    ],
+)
+def test_dumps_is_compact_json_dumps(value: Any) -> None:
+    import json
+
+    assert dumps(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_dumps_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError, match="object is not JSON serializable"):
+        dumps({"a": object()})
