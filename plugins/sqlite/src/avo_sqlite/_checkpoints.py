@@ -248,13 +248,17 @@ def next_item(conn: sqlite3.Connection, run_key: int) -> int:
     return 1 if found[0] is None else int(found[0]) - low + 1
 
 
-# A run's items are the rowid range of its key (no index: reads scan the range).
-_ITEMS = "SELECT value FROM checkpoint_items WHERE rowid BETWEEN ? AND ? AND field = ? AND base = ?"
+# A run's items are the rowid range of its key (no index: reads scan the range). The
+# run_key test keeps out a row a schema 1 writer still running on the file might add.
+_ITEMS = (
+    "SELECT value FROM checkpoint_items WHERE rowid BETWEEN ? AND ? AND run_key = ?"
+    " AND field = ? AND base = ?"
+)
 
 
 def _item(conn: sqlite3.Connection, run_key: int, name: str, base: int) -> Any:
     low, high = key_range(run_key)
-    found = conn.execute(_ITEMS + " AND idx = 0", (low, high, name, base)).fetchone()
+    found = conn.execute(_ITEMS + " AND idx = 0", (low, high, run_key, name, base)).fetchone()
     if found is None:
         raise StorageError(f"a checkpoint is missing its {name!r} value; the database is damaged")
     return json.loads(found[0])
@@ -298,7 +302,7 @@ def load_latest(
             json.loads(text)
             for (text,) in conn.execute(
                 _ITEMS + " AND idx >= ? AND idx < ? ORDER BY idx",
-                (low, high, name, base, start, start + count),
+                (low, high, run_key, name, base, start, start + count),
             )
         ]
         if len(items) != count:
