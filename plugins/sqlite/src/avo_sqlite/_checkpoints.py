@@ -144,7 +144,7 @@ def _save_parts(
     out: CheckpointCursor,
 ) -> list[Any]:
     previous = cursor.fields.get(name) if cursor is not None else None
-    if previous is not None and previous[0] == value:
+    if previous is not None and (previous[0] is value or previous[0] == value):
         out.fields[name] = previous
         for key in value:
             if cursor is not None and (name, key) in cursor.parts:
@@ -153,7 +153,9 @@ def _save_parts(
     encoded: dict[str, list[Any]] = {}
     for key, item in value.items():
         old = cursor.parts.get((name, key)) if cursor is not None else None
-        if old is not None and old[0] == item:
+        # identity first: a provider shares unchanged values (a script) between snapshots,
+        # and == on a list compares every item even when both sides are one object
+        if old is not None and (old[0] is item or old[0] == item):
             encoded[key] = ["r", old[1]]
             out.parts[(name, key)] = old
             continue
