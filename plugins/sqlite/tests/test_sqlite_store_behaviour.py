@@ -249,3 +249,32 @@ async def test_cancelling_a_run_at_any_point_ends_it_cancelled(tmp_path: Path) -
                 validate_event_append(state, stored)
                 state.apply(stored)
             assert state.terminal
+
+
+async def test_checks_cached_between_writes_see_another_connection(tmp_path: Path) -> None:
+    """Lease and sequence checks are skipped while PRAGMA data_version shows no other
+    writer; a commit by another connection (a lease taken, events appended) is seen."""
+    import pytest
+
+    from avo.exceptions import LeaseError
+
+    path = tmp_path / "avo.db"
+    async with (
+        SQLiteEventStore(path, commit_delay=0) as first,
+        SQLiteEventStore(path, commit_delay=0) as second,
+    ):
+        run_id = await start_run(first)
+        run = await first.get_run(run_id)
+        assert run is not None
+        await first.append_batch(run, [event(run_id, EventType.MODEL_REQUESTED)])  # checks cached
+        await second.append_event(event(run_id, EventType.MODEL_REQUESTED))  # sequence 6
+        stored = await first.append_batch(run, [event(run_id, EventType.MODEL_REQUESTED)])
+        assert [e.sequence for e in stored] == [7]
+        lease = await second.acquire_lease(run_id, "worker-b", 30)
+        with pytest.raises(LeaseError, match="worker-b"):
+            await first.append_batch(run, [event(run_id, EventType.MODEL_REQUESTED)])
+        done = await second.fenced(lease).append_batch(
+            run, [event(run_id, EventType.MODEL_REQUESTED)]
+        )
+        assert [e.sequence for e in done] == [8]
+        assert [e.sequence for e in await first.get_events(run_id)] == list(range(1, 9))
