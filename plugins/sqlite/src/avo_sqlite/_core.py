@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from avo.events import (
     TERMINAL_EVENT_TYPES,
@@ -46,9 +45,10 @@ from avo_sqlite._checkpoints import (
     plan_delta,
     write_delta,
 )
-from avo_sqlite._codec import decode_id, decode_type, from_us, key_range
+from avo_sqlite._codec import key_range
 from avo_sqlite._leases import LeaseOps
-from avo_sqlite._payloads import decode_payload, insert_events
+from avo_sqlite._payloads import insert_events
+from avo_sqlite._reads import ReadOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -71,7 +71,7 @@ BARRIER_EVENTS: frozenset[EventType] = frozenset(
 or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
 
 
-class SQLiteCore(LeaseOps):
+class SQLiteCore(LeaseOps, ReadOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
     Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
@@ -279,10 +279,6 @@ class SQLiteCore(LeaseOps):
             or (pending is not None and time.monotonic() - pending >= self.commit_delay)
         ):
             self.flush()
-
-    def _read(self, action: str) -> Any:
-        self._busy_timeout(BUSY_TIMEOUT_MS)  # a read may wait (rarely, in WAL mode)
-        return _ReadGuard(self.path, action)
 
     def _key(self, run_id: str, *, refresh: bool = False) -> int | None:
         """The run's integer key (AUTOINCREMENT: never reused, so safe to cache)."""
@@ -528,89 +524,6 @@ class SQLiteCore(LeaseOps):
         self._keys.pop(run_id, None)
         return True
 
-    # ------------------------------------------------------------------ reads
-    def _events(self, run_id: str, key: int | None) -> list[AgentEvent]:
-        if key is None:
-            return []
-        low, high = key_range(key)
-        rows = self.conn.execute(
-            "SELECT event_key, event_id, event_type, created_us, payload, parent_event_id"
-            " FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
-            (low, high),
-        ).fetchall()
-        events = []
-        for row in rows:
-            kind = decode_type(row[2])
-            events.append(
-                AgentEvent(
-                    run_id=run_id,
-                    sequence=int(row[0]) - low,
-                    event_id=decode_id(row[1]),
-                    event_type=kind,
-                    created_at=from_us(int(row[3])),
-                    payload=decode_payload(kind, row[4], run_id),
-                    parent_event_id=row[5],
-                )
-            )
-        return events
-
-    def get_events(self, run_id: str) -> list[AgentEvent]:
-        with self._read("reading events"):
-            return self._events(run_id, self._key(run_id, refresh=True))
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        with self._read("reading a run"):
-            self._sync_runs()
-            row = self.conn.execute(
-                "SELECT record FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            return None if row is None else RunRecord.model_validate_json(row[0])
-
-    def list_runs(self) -> list[RunRecord]:
-        with self._read("listing runs"):
-            self._sync_runs()
-            rows = self.conn.execute(
-                "SELECT record FROM runs ORDER BY created_at DESC, rowid DESC"
-            ).fetchall()
-            return [RunRecord.model_validate_json(row[0]) for row in rows]
-
-    def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
-        with self._read("reading a checkpoint"):
-            if self.conn.in_transaction:  # our own buffered writes are visible to us
-                key = self._key(run_id, refresh=True)
-                loaded = None if key is None else load_latest(self.conn, run_id, key)
-            else:
-                self.conn.execute("BEGIN")
-                try:
-                    key = self._key(run_id, refresh=True)
-                    loaded = None if key is None else load_latest(self.conn, run_id, key)
-                finally:
-                    self.conn.execute("COMMIT")
-        return None if loaded is None else loaded[0]
-
-    def is_terminal_run(self, run_id: str) -> bool:
-        with self._read("reading a run"):
-            self._sync_runs()
-            row = self.conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                return False
-            if is_terminal(RunState(row[0])):
-                return True
-            low, high = key_range(self._key(run_id, refresh=True) or 0)
-            last = self.conn.execute(
-                "SELECT event_type FROM events WHERE event_key BETWEEN ? AND ?"
-                " ORDER BY event_key DESC LIMIT 1",
-                (low, high),
-            ).fetchone()
-        return last is not None and decode_type(last[0]) in TERMINAL_EVENT_TYPES
-
-    def database_bytes(self) -> int:
-        """Bytes the database occupies (pages in use), for benchmarks and gc reports."""
-        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
-        free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
-        size = self.conn.execute("PRAGMA page_size").fetchone()[0]
-        return int((pages - free) * size)
-
 
 def _run_params(run: RunRecord) -> tuple[str, str, str, str, str]:
     return (
@@ -620,24 +533,3 @@ def _run_params(run: RunRecord) -> tuple[str, str, str, str, str]:
         run.model_dump_json(),
         run.run_id,
     )
-
-
-class _ReadGuard:
-    """Turns sqlite3 errors raised while reading into StorageError."""
-
-    def __init__(self, path: Path, action: str) -> None:
-        self.path = path
-        self.action = action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if isinstance(exc, sqlite3.Error):
-            raise StorageError(f"SQLite error while {self.action} in {self.path}: {exc}") from exc
-        if isinstance(exc, ValueError | KeyError | TypeError):  # incl. pydantic/JSON errors
-            raise StorageError(
-                f"stored data in {self.path} cannot be read while {self.action} "
-                f"({type(exc).__name__}: {exc}); the file may have been written by another "
-                "avo-sqlite build or edited by hand"
-            ) from exc
