@@ -252,7 +252,6 @@ class SQLiteCore(LeaseOps, ReadOps):
             if outer:
                 self._begin()
                 self.pending_since = self.last_write = time.monotonic()
-                self._see_other_writers()
         except sqlite3.Error as exc:
             raise self._error(action, exc) from exc
         # Every write validates all it will write before its first statement, so a
@@ -260,6 +259,8 @@ class SQLiteCore(LeaseOps, ReadOps):
         # needed). Only an SQLite failure half-way can leave a partial write behind.
         changes = conn.total_changes
         try:
+            if outer:
+                self._see_other_writers()
             yield conn
         except BaseException as exc:
             self._forget(run_id)
