@@ -81,6 +81,8 @@ _COPIES: dict[EventType, list[tuple[tuple[str, ...], Source]]] = {
     EventType.TOOL_APPROVAL_REQUESTED: [(("idempotency_key",), _idempotency_key)],
     EventType.MODEL_RESPONDED: [(("usage",), _field("response", "usage"))],
 }
+# the stored form spends one hex digit on the mask of left-out copies
+assert all(len(copies) <= 4 for copies in _COPIES.values())
 
 
 def _same(a: Any, b: Any) -> bool:
