@@ -51,8 +51,14 @@ class EchoArgs(BaseModel):
 
 SETTINGS: dict[str, Any] = {}
 
+# A trivial function runs on the loop (as in kernel_loop.py): the figures are the
+# runtime's and the store's, not a worker-thread hop per tool call.
 TOOL = FunctionTool(
-    name="echo", description="echo n", arguments_model=EchoArgs, function=lambda a: {"n": a.n}
+    name="echo",
+    description="echo n",
+    arguments_model=EchoArgs,
+    function=lambda a: {"n": a.n},
+    run_in_thread=False,
 )
 
 
