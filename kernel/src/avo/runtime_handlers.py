@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -19,20 +18,24 @@ from avo._run_context import _RunContext
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
-from avo.hooks import HookContext, HookEvent
-from avo.models import ModelRequest, ModelResponse, ToolCall, ToolResult, trusted, utc_now
+from avo.models import ModelRequest, ModelResponse, trusted
 from avo.prompt_cache import stable_prefix_size
+from avo.runtime_checks import check_consecutive_errors, stopped_by_runtime_bound
 from avo.runtime_persistence import (
     append,
     append_with_run,
     checkpoint,
-    elapsed_seconds,
     flush,
-    record_tool_result,
     terminate,
     tool_call_message,
     transition,
     trigger_policy,
+)
+from avo.runtime_tools import (
+    call_payload,
+    handle_approval_pending,
+    handle_tool_executing,
+    handle_tool_pending,
 )
 from avo.state import RunState, StopReason
 
@@ -78,7 +81,7 @@ def _bind_event_sink(rt: AgentRuntime, ctx: _RunContext) -> None:
 async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Check the bounds, call the provider, record the decision, checkpoint."""
     policy = ctx.policy
-    if await _stopped_by_runtime_bound(rt, ctx):
+    if await stopped_by_runtime_bound(rt, ctx):
         return
     if ctx.next_step > policy.max_steps:
         await trigger_policy(
@@ -256,22 +259,7 @@ async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: Provide
             rt, ctx, RunState.FAILED, StopReason.PROVIDER_ERROR, error=f"Provider error: {exc}"
         )
         return
-    await _check_consecutive_errors(rt, ctx)
-
-
-async def _check_consecutive_errors(rt: AgentRuntime, ctx: _RunContext) -> bool:
-    limit = ctx.policy.consecutive_error_limit
-    if ctx.consecutive_errors < limit:
-        return False
-    message = f"Run stopped: {ctx.consecutive_errors} consecutive errors (limit {limit})."
-    if rt.hooks is not None:
-        await flush(rt, ctx)
-        await rt.hooks.fire(
-            HookEvent.NOTIFICATION,
-            HookContext(HookEvent.NOTIFICATION, ctx.run_id, run=ctx.run, notification=message),
-        )
-    await trigger_policy(rt, ctx, StopReason.CONSECUTIVE_ERRORS, message)
-    return True
+    await check_consecutive_errors(rt, ctx)
 
 
 async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
@@ -295,7 +283,7 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.messages.append(tool_call_message(call))
     ctx.detector.record_action(call)
     ctx.pending_call = call
-    append(rt, ctx, EventType.TOOL_REQUESTED, dict(_call_payload(rt, ctx, call)), redact=False)
+    append(rt, ctx, EventType.TOOL_REQUESTED, dict(call_payload(rt, ctx, call)), redact=False)
     limit = ctx.policy.repeated_action_limit
     if ctx.detector.repeated_action(limit):
         await trigger_policy(
@@ -306,157 +294,6 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
         )
         return
     transition(rt, ctx, RunState.TOOL_PENDING)
-
-
-async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Always request approval (there is no bypass path)."""
-    call = _pending_call(ctx)
-    redacted = _call_payload(rt, ctx, call)
-    call_id = redacted["tool_call_id"]
-    append(
-        rt,
-        ctx,
-        EventType.TOOL_APPROVAL_REQUESTED,
-        {
-            "tool_call_id": call_id,
-            "idempotency_key": f"{ctx.run_id}:{call_id}",
-            "name": redacted["name"],
-            "mode": "v0.1_callback",
-        },
-        redact=False,
-    )
-    transition(rt, ctx, RunState.APPROVAL_PENDING)
-
-
-async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str) -> None:
-    call = _pending_call(ctx)
-    append(
-        rt,
-        ctx,
-        EventType.TOOL_DENIED,
-        {
-            "tool_call_id": call.tool_call_id,
-            "name": call.name,
-            "reason": reason,
-            "blocked_by": blocked_by,
-        },
-    )
-    await trigger_policy(
-        rt, ctx, StopReason.POLICY_DENIED, f"Run stopped: tool {call.name!r} denied: {reason}"
-    )
-
-
-async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """PRE_TOOL_USE hooks first, then the approval callback (the one approval seam)."""
-    call = _pending_call(ctx)
-    if rt.hooks is not None or rt._approval_callback is not rt._default_approval:
-        await flush(rt, ctx)  # an outside party decides: let it see the request
-    if rt.hooks is not None:
-        decision = await rt.hooks.fire(
-            HookEvent.PRE_TOOL_USE,
-            HookContext(HookEvent.PRE_TOOL_USE, ctx.run_id, tool_call=call, run=ctx.run),
-        )
-        if decision.blocked:
-            await _deny(rt, ctx, decision.reason or "blocked by a pre_tool_use hook", "hook")
-            return
-        if decision.modified_args is not None:
-            call = call.model_copy(update={"arguments": dict(decision.modified_args)})
-            ctx.pending_call = call
-    approved = rt._approval_callback(call)
-    if inspect.isawaitable(approved):
-        approved = await approved
-    if not approved:
-        await _deny(rt, ctx, "the approval callback denied the tool call", "approval")
-        return
-    append(rt, ctx, EventType.TOOL_APPROVED, dict(_call_payload(rt, ctx, call)), redact=False)
-    transition(rt, ctx, RunState.TOOL_EXECUTING)
-
-
-async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """TOOL_STARTED (durable), run the tool under the timeout, record the result, check."""
-    call = _pending_call(ctx)
-    policy = ctx.policy
-    append(rt, ctx, EventType.TOOL_STARTED, dict(_call_payload(rt, ctx, call)), redact=False)
-    await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
-    started_at = utc_now()
-    started = time.perf_counter()
-    crashed: str | None = None
-    try:
-        result = await within(
-            policy.tool_timeout_seconds,
-            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
-        )
-    except TimeoutError:
-        error = (
-            f"Tool {call.name!r} exceeded the configured timeout of "
-            f"{policy.tool_timeout_seconds:g} seconds."
-        )
-        result = _failed(call.tool_call_id, call.name, error, started_at, started)
-    except Exception as exc:
-        crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
-        result = _failed(call.tool_call_id, call.name, crashed, started_at, started)
-    await record_tool_result(rt, ctx, result)
-    if crashed is not None:
-        await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
-        return
-    ctx.pending_response = None
-    ctx.pending_call = None
-    transition(rt, ctx, RunState.OBSERVATION_RECORDED)
-    if rt.hooks is not None:
-        await flush(rt, ctx)
-        await rt.hooks.fire(
-            HookEvent.POST_TOOL_USE,
-            HookContext(
-                HookEvent.POST_TOOL_USE, ctx.run_id, tool_call=call, tool_result=result, run=ctx.run
-            ),
-        )
-    await checkpoint(rt, ctx)
-    await _after_observation_checks(rt, ctx)
-
-
-async def _stopped_by_runtime_bound(rt: AgentRuntime, ctx: _RunContext) -> bool:
-    """Stop the run (MAX_RUNTIME) once it has run for max_runtime_seconds."""
-    policy = ctx.policy
-    elapsed = elapsed_seconds(rt, ctx)
-    if policy.runtime_reason(elapsed) is None:
-        return False
-    await trigger_policy(
-        rt,
-        ctx,
-        StopReason.MAX_RUNTIME,
-        f"Run stopped: max_runtime_seconds ({policy.max_runtime_seconds:g}) reached "
-        f"after {elapsed:.3f}s.",
-    )
-    return True
-
-
-async def _after_observation_checks(rt: AgentRuntime, ctx: _RunContext) -> None:
-    policy = ctx.policy
-    if await _stopped_by_runtime_bound(rt, ctx):
-        return
-    if await _check_consecutive_errors(rt, ctx):
-        return
-    if ctx.detector.no_progress(policy.no_progress_window):
-        await trigger_policy(
-            rt,
-            ctx,
-            StopReason.NO_PROGRESS,
-            f"Run stopped: no progress over the last {policy.no_progress_window} observations.",
-        )
-
-
-def _failed(
-    call_id: str, name: str, error: str, started_at: datetime, started: float
-) -> ToolResult:
-    return ToolResult(
-        tool_call_id=call_id,
-        tool_name=name,
-        success=False,
-        error=error,
-        started_at=started_at,
-        finished_at=max(utc_now(), started_at),
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
 
 
 async def handle_observation_recorded(rt: AgentRuntime, ctx: _RunContext) -> None:
@@ -480,34 +317,6 @@ def _final_answer_in_transcript(ctx: _RunContext) -> str | None:
         if isinstance(content, str) and ctx.log.model_responded:
             return content
     return None
-
-
-def _call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str, Any]:
-    """The redacted tool_call_id / name / arguments of ``call``, redacted once per call.
-
-    TOOL_REQUESTED, TOOL_APPROVAL_REQUESTED, TOOL_APPROVED and TOOL_STARTED all
-    carry them; a hook that rewrites the arguments makes a new call object.
-    """
-    cached = ctx.call_payload
-    if cached is None or cached[0] is not call:
-        payload = {
-            "tool_call_id": call.tool_call_id,
-            "name": call.name,
-            "arguments": call.arguments,
-        }
-        cached = ctx.call_payload = (call, rt.redactor.value(payload))
-    return cached[1]
-
-
-def _pending_call(ctx: _RunContext) -> ToolCall:
-    call = ctx.pending_call
-    if call is None:
-        response = ctx.pending_response
-        call = response.tool_call if response is not None else None
-        if call is None:
-            raise RuntimeError(f"state {ctx.state.value} without a pending tool call")
-        ctx.pending_call = call
-    return call
 
 
 HANDLERS: dict[RunState, Handler] = {
