@@ -127,10 +127,10 @@ class RunLogState:
     def accept(self, event: AgentEvent) -> None:
         """``validate_event_append(self, event)`` then ``apply(event)``, in one pass.
 
-        The run loop's path: state changes and the payload-free-rule kinds
-        (model, approval, checkpoint, ... events) are checked and folded inline;
-        everything else, and anything refused, goes through the full check,
-        which raises the detailed EventInvariantError.
+        The run loop's path: state changes, tool starts and results and the
+        payload-free-rule kinds (model, approval, checkpoint, ... events) are
+        checked and folded inline; everything else, and anything refused, goes
+        through the full check, which raises the detailed EventInvariantError.
         """
         kind = event.event_type
         if event.run_id == self.run_id and self.created and not self.terminal:
@@ -152,6 +152,24 @@ class RunLogState:
                 if kind is EventType.MODEL_RESPONDED:
                     self.model_responded = True
                 return
+            elif kind is EventType.TOOL_STARTED:
+                call_id = event.payload.get("tool_call_id")
+                if type(call_id) is str and call_id:
+                    if event.sequence > self.last_sequence:
+                        self.last_sequence = event.sequence
+                    self.started_tool_calls.add(call_id)
+                    return
+            elif kind is EventType.TOOL_COMPLETED or kind is EventType.TOOL_FAILED:
+                call_id = event.payload.get("tool_call_id")
+                if (
+                    type(call_id) is str
+                    and call_id in self.started_tool_calls
+                    and call_id not in self.finished_tool_calls
+                ):
+                    if event.sequence > self.last_sequence:
+                        self.last_sequence = event.sequence
+                    self.finished_tool_calls.add(call_id)
+                    return
         validate_event_append(self, event)
         self.apply(event)
 

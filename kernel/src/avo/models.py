@@ -30,31 +30,31 @@ def new_id() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-_event_id_mid = ""
-_event_id_tail = ""
+_event_id_suffix = ""
 _event_id_counter = itertools.count()
 
 
 def _reseed_event_ids() -> None:
-    global _event_id_mid, _event_id_tail, _event_id_counter
-    fresh = new_id()
-    _event_id_mid = fresh[8:24]  # "-xxxx-4xxx-yxxx-": version and variant bits included
-    _event_id_tail = fresh[28:]
-    _event_id_counter = itertools.count(_rng.getrandbits(40))
+    global _event_id_suffix, _event_id_counter
+    _event_id_suffix = new_id()[8:]  # "-xxxx-4xxx-yxxx-xxxxxxxxxxxx": version, variant, random
+    _event_id_counter = itertools.count(_rng.getrandbits(31))
 
 
 def event_id() -> str:
-    """A UUID-4-shaped id for the run loop's hot path: random bits and a counter.
+    """A UUID-4-shaped id for the run loop's hot path: a counter and random bits.
 
-    Every id has the version-4 layout. 78 of its bits are drawn once per process
-    (and again in a forked child); a 48-bit counter from a random start fills the
-    rest, its low 32 bits first, so consecutive ids differ in their leading
-    characters (the short form ``avo runs inspect`` shows) and are unique without
-    drawing 122 random bits for each of the ~16 ids a loop step makes. Public
-    ``new_id()`` stays fully random.
+    Every id has the version-4 layout. Its last 96 bits (90 random) are drawn
+    once per process (again in a forked child, and after 2**31 or more ids);
+    its first 32 bits count up from a random start, so consecutive ids differ
+    in their leading characters (the short form ``avo runs inspect`` shows)
+    and are unique without drawing 122 random bits for each of the ~16 ids a
+    loop step makes. Public ``new_id()`` stays fully random.
     """
     n = next(_event_id_counter)
-    return f"{n & 0xFFFFFFFF:08x}{_event_id_mid}{(n >> 32) & 0xFFFF:04x}{_event_id_tail}"
+    if n > 0xFFFFFFFF:
+        _reseed_event_ids()
+        n = next(_event_id_counter)
+    return f"{n:08x}{_event_id_suffix}"
 
 
 _reseed_event_ids()

@@ -96,36 +96,59 @@ def apply_batch(
     events: Sequence[AgentEvent],
     checkpoint: Checkpoint | None,
 ) -> StagedBatch:
-    """Validate a batch in order and fold it into ``log`` in place, all or nothing.
+    """Check a batch's shape, validate it in order and fold it into ``log`` in place.
 
-    Costs O(batch), not O(run): nothing is copied. If validation fails the log
-    is restored before the error propagates; if the caller's write then fails,
-    it calls ``rollback()`` on the result. The returned ``events`` carry their
-    sequences from ``log.last_sequence + 1``.
+    All or nothing, in O(batch): nothing is copied. If anything is refused the
+    log is restored before the error propagates; if the caller's write then
+    fails, it calls ``rollback()`` on the result. The returned ``events`` carry
+    their sequences from ``log.last_sequence + 1``. Refuses what
+    :func:`check_batch_shape` refuses, with the same errors.
     """
-    check_batch_shape(run, events, checkpoint)
+    run_id = run.run_id
+    if not events:
+        raise StorageError(f"run {run_id}: append_batch needs at least one event")
+    if checkpoint is not None and checkpoint.run_id != run_id:
+        raise StorageError(
+            f"checkpoint belongs to run {checkpoint.run_id!r}, the batch to run {run_id!r}"
+        )
+    wanted = None if checkpoint is None else checkpoint.checkpoint_id
+    found = wanted is None
     scalars = (log.created, log.terminal, log.state, log.model_responded, log.last_sequence)
     added: list[tuple[set[str], str]] = []
     staged: list[AgentEvent] = []
     sequence = log.last_sequence
     try:
         for event in events:
+            kind = event.event_type
+            if event.run_id != run_id or kind in TERMINAL_EVENT_TYPES:
+                check_batch_shape(run, [event], None)  # raises the shape error
             sequence += 1
             stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
-            if stored.event_type in _TOOL_ID_KINDS:
-                _validate(log, stored)
+            if kind in _TOOL_ID_KINDS:
                 target = (
                     log.started_tool_calls
-                    if stored.event_type is EventType.TOOL_STARTED
+                    if kind is EventType.TOOL_STARTED
                     else log.finished_tool_calls
                 )
-                call_id = str(stored.payload["tool_call_id"])
-                if call_id not in target:
-                    added.append((target, call_id))
-                log.apply(stored)
+                call_id = stored.payload.get("tool_call_id")
+                fresh = isinstance(call_id, str) and call_id not in target
+                log.accept(stored)
+                if fresh:
+                    added.append((target, str(call_id)))
             else:
+                if (
+                    not found
+                    and kind is EventType.CHECKPOINT_CREATED
+                    and stored.payload.get("checkpoint_id") == wanted
+                ):
+                    found = True
                 log.accept(stored)
             staged.append(stored)
+        if not found:
+            raise StorageError(
+                f"run {run_id}: checkpoint {wanted} has no checkpoint_created "
+                "event in the batch; append the checkpoint with its event"
+            )
     except BaseException:
         StagedBatch(log, scalars, added, staged).rollback()
         raise
