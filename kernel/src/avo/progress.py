@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 from avo.models import ModelResponse, ToolCall, ToolResult
-from avo.tools import canonical_fingerprint, tool_call_fingerprint, tool_result_fingerprint
+from avo.tools import (
+    call_json,
+    canonical_fingerprint,
+    tool_call_fingerprint,
+    tool_result_fingerprint,
+)
 
 DEFAULT_HISTORY_LIMIT = 64
 """Only a bounded tail of each history is kept, so checkpoints stay constant-size."""
@@ -14,12 +20,11 @@ DEFAULT_HISTORY_LIMIT = 64
 def model_response_fingerprint(response: ModelResponse) -> str:
     """Fingerprint of what the model decided (ids excluded)."""
     call = response.tool_call
-    return canonical_fingerprint(
-        {
-            "content": response.content,
-            "tool_call": None if call is None else {"name": call.name, "arguments": call.arguments},
-        }
-    )
+    if call is None:
+        return canonical_fingerprint({"content": response.content, "tool_call": None})
+    # canonical_json({"content": None, "tool_call": {...}}), assembled from the call's.
+    text = f'{{"content":null,"tool_call":{call_json(call)[1]}}}'
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _trailing_identical(history: list[str], count: int) -> bool:

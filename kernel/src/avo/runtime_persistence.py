@@ -32,7 +32,7 @@ from avo.state import (
     validate_terminal_outcome,
     validate_transition,
 )
-from avo.tools import canonical_json
+from avo.tools import call_json, canonical_json
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -303,7 +303,7 @@ def tool_call_message(call: ToolCall) -> dict[str, JsonValue]:
                 "type": "function",
                 "function": {
                     "name": call.name,
-                    "arguments": canonical_json(call.arguments),
+                    "arguments": call_json(call)[0],
                 },
             }
         ],

@@ -249,9 +249,28 @@ def canonical_fingerprint(value: JsonValue) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+_last_call: tuple[object, str, str] = (None, "", "")
+
+
+def call_json(call: ToolCall) -> tuple[str, str]:
+    """``(canonical_json(arguments), canonical_json({"name", "arguments"}))`` of ``call``.
+
+    One step needs both three times (the assistant message, the action and the
+    response fingerprints): the last call's are kept, by identity.
+    """
+    last = _last_call
+    if last[0] is call:
+        return last[1], last[2]
+    arguments = canonical_json(call.arguments)
+    # canonical_json({"name": n, "arguments": a}), assembled: keys sort "arguments" < "name".
+    whole = f'{{"arguments":{arguments},"name":{canonical_json(call.name)}}}'
+    globals()["_last_call"] = (call, arguments, whole)
+    return arguments, whole
+
+
 def tool_call_fingerprint(call: ToolCall) -> str:
     """Fingerprint of name + arguments (the call id is deliberately excluded)."""
-    return canonical_fingerprint({"name": call.name, "arguments": call.arguments})
+    return hashlib.sha256(call_json(call)[1].encode()).hexdigest()
 
 
 def tool_result_fingerprint(result: ToolResult) -> str:

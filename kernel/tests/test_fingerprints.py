@@ -1,0 +1,50 @@
+"""Assembled call JSON and fingerprints equal what canonical_json of the whole value gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from avo.models import ModelResponse, ToolCall
+from avo.progress import model_response_fingerprint
+from avo.tools import call_json, canonical_fingerprint, canonical_json, tool_call_fingerprint
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(
+    name=st.text(min_size=1),
+    arguments=st.dictionaries(st.text(), json_values, max_size=4),
+)
+def test_call_json_and_fingerprints_match_the_canonical_forms(
+    name: str, arguments: dict[str, Any]
+) -> None:
+    call = ToolCall(name=name, arguments=arguments)
+    args_json, whole = call_json(call)
+    assert args_json == canonical_json(arguments)
+    assert whole == canonical_json({"name": name, "arguments": arguments})
+    assert tool_call_fingerprint(call) == canonical_fingerprint(
+        {"name": name, "arguments": arguments}
+    )
+    response = ModelResponse(tool_call=call)
+    assert model_response_fingerprint(response) == canonical_fingerprint(
+        {"content": None, "tool_call": {"name": name, "arguments": arguments}}
+    )
+
+
+def test_the_cache_follows_the_call_object() -> None:
+    first = ToolCall(name="a", arguments={"n": 1})
+    second = ToolCall(name="a", arguments={"n": 2})
+    assert call_json(first)[0] == '{"n":1}'
+    assert call_json(second)[0] == '{"n":2}'
+    assert call_json(first)[0] == '{"n":1}'
+    answer = ModelResponse(content="done")
+    assert model_response_fingerprint(answer) == canonical_fingerprint(
+        {"content": "done", "tool_call": None}
+    )
