@@ -49,19 +49,17 @@ class _RunContext:
     call_payload: tuple[ToolCall, dict[str, Any]] | None = None
     # The last checkpoint's copy of completed_tool_call_ids (reused while unchanged).
     completed_snapshot: set[str] | None = None
+    # The run's id, read once (it never changes; a plain attribute is read ~20 times a step).
+    run_id: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
+        self.run_id = self.run.run_id
         if not self.policy_json:
             self.policy_json = self.policy.model_dump(mode="json")
         needed = history_limit_for(
             self.policy.repeated_action_limit, self.policy.no_progress_window
         )
         self.detector.history_limit = max(self.detector.history_limit, needed)
-
-    @property
-    def run_id(self) -> str:
-        """The run's id."""
-        return self.run.run_id
 
     @property
     def state(self) -> RunState:

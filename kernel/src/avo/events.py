@@ -132,42 +132,46 @@ class RunLogState:
         checked and folded inline; everything else, and anything refused, goes
         through the full check, which raises the detailed EventInvariantError.
         """
-        kind = event.event_type
-        if event.run_id == self.run_id and self.created and not self.terminal:
+        # One read of the model's field dict: attribute reads on pydantic models
+        # go through its __getattr__ hook, and this runs ~28 times a loop step.
+        fields = event.__dict__
+        kind = fields["event_type"]
+        if fields["run_id"] == self.run_id and self.created and not self.terminal:
+            sequence = fields["sequence"]
             if kind is EventType.STATE_CHANGED:
-                payload = event.payload
+                payload = fields["payload"]
                 move: tuple[Any, Any] = (payload.get("from_state"), payload.get("to_state"))
                 try:  # an unhashable value raises: the full check below names it
                     target = _LEGAL_TARGET.get(move) if move[0] == self.state else None
                 except TypeError:
                     target = None
                 if target is not None:
-                    if event.sequence > self.last_sequence:
-                        self.last_sequence = event.sequence
+                    if sequence > self.last_sequence:
+                        self.last_sequence = sequence
                     self.state = target
                     return
             elif kind in _NO_PAYLOAD_RULE:
-                if event.sequence > self.last_sequence:
-                    self.last_sequence = event.sequence
+                if sequence > self.last_sequence:
+                    self.last_sequence = sequence
                 if kind is EventType.MODEL_RESPONDED:
                     self.model_responded = True
                 return
             elif kind is EventType.TOOL_STARTED:
-                call_id = event.payload.get("tool_call_id")
+                call_id = fields["payload"].get("tool_call_id")
                 if type(call_id) is str and call_id:
-                    if event.sequence > self.last_sequence:
-                        self.last_sequence = event.sequence
+                    if sequence > self.last_sequence:
+                        self.last_sequence = sequence
                     self.started_tool_calls.add(call_id)
                     return
             elif kind is EventType.TOOL_COMPLETED or kind is EventType.TOOL_FAILED:
-                call_id = event.payload.get("tool_call_id")
+                call_id = fields["payload"].get("tool_call_id")
                 if (
                     type(call_id) is str
                     and call_id in self.started_tool_calls
                     and call_id not in self.finished_tool_calls
                 ):
-                    if event.sequence > self.last_sequence:
-                        self.last_sequence = event.sequence
+                    if sequence > self.last_sequence:
+                        self.last_sequence = sequence
                     self.finished_tool_calls.add(call_id)
                     return
         validate_event_append(self, event)

@@ -66,7 +66,7 @@ def _event(
         "__dict__",
         {
             "event_id": event_id(),
-            "run_id": ctx.run.run_id,
+            "run_id": ctx.run_id,
             "sequence": ctx.log.last_sequence + offset,
             "event_type": kind,
             "created_at": rt.clock(),

@@ -119,18 +119,19 @@ def apply_batch(
     sequence = log.last_sequence
     try:
         for event in events:
-            kind = event.event_type
-            if event.run_id != run_id or kind in TERMINAL_EVENT_TYPES:
+            fields = event.__dict__  # one read through the model's __getattr__ hook
+            kind = fields["event_type"]
+            if fields["run_id"] != run_id or kind in TERMINAL_EVENT_TYPES:
                 check_batch_shape(run, [event], None)  # raises the shape error
             sequence += 1
-            stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
+            stored = event if fields["sequence"] == sequence else replaced(event, sequence=sequence)
             if kind in _TOOL_ID_KINDS:
                 target = (
                     log.started_tool_calls
                     if kind is EventType.TOOL_STARTED
                     else log.finished_tool_calls
                 )
-                call_id = stored.payload.get("tool_call_id")
+                call_id = fields["payload"].get("tool_call_id")
                 fresh = isinstance(call_id, str) and call_id not in target
                 log.accept(stored)
                 if fresh:
@@ -139,7 +140,7 @@ def apply_batch(
                 if (
                     not found
                     and kind is EventType.CHECKPOINT_CREATED
-                    and stored.payload.get("checkpoint_id") == wanted
+                    and fields["payload"].get("checkpoint_id") == wanted
                 ):
                     found = True
                 log.accept(stored)
