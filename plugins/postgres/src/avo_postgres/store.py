@@ -50,7 +50,6 @@ from avo_postgres.checkpoints import (
     CheckpointRows,
     load_previous,
     plan_checkpoint,
-    read_latest,
 )
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -61,7 +60,8 @@ from avo_postgres.connection import (
     storage_errors,
 )
 from avo_postgres.leases import FencedPostgresStore
-from avo_postgres.rows import decode_event, decode_record, row_is_terminal
+from avo_postgres.reads import StoreReads
+from avo_postgres.rows import row_is_terminal
 from avo_postgres.schema import migrate
 from avo_postgres.writes import Head, build_write, insert_run, learn_tool_call, load_head
 
@@ -81,7 +81,7 @@ class _Staged:
     cache: CachedLists | None = None
 
 
-class PostgresEventStore:
+class PostgresEventStore(StoreReads):
     """The §11.1 EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
@@ -492,56 +492,6 @@ class PostgresEventStore:
     def fenced(self, lease: Lease) -> FencedPostgresStore:
         """An EventStore view whose writes to ``lease.run_id`` carry the lease's token."""
         return FencedPostgresStore(self, lease)
-
-    # ------------------------------------------------------------ reads
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The stored run record, or None."""
-        text = await self._read(
-            f"reading run {run_id}",
-            lambda conn: conn.fetchval("SELECT record FROM avo_runs WHERE run_id = $1", run_id),
-        )
-        return None if text is None else decode_record(text)
-
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
-        rows = await self._read(
-            "listing runs",
-            lambda conn: conn.fetch(
-                "SELECT record FROM avo_runs ORDER BY created_at DESC, insert_order DESC"
-            ),
-        )
-        return [decode_record(row["record"]) for row in rows]
-
-    async def get_events(self, run_id: str) -> list[AgentEvent]:
-        """The run's events in ascending sequence ([] for an unknown run)."""
-        rows = await self._read(
-            f"reading the events of run {run_id}",
-            lambda conn: conn.fetch(
-                "SELECT run_id, sequence, event_id, event_type, created_at, payload, "
-                "parent_event_id FROM avo_events WHERE run_id = $1 ORDER BY sequence",
-                run_id,
-            ),
-        )
-        return [decode_event(row) for row in rows]
-
-    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
-        """The run's latest checkpoint in full (one consistent snapshot), or None."""
-
-        async def query(conn: Any) -> Checkpoint | None:
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                return await read_latest(conn, run_id)
-
-        return await self._read(f"reading the checkpoint of run {run_id}", query)
-
-    async def is_terminal_run(self, run_id: str) -> bool:
-        """True when the run's log ends with a terminal event (False for an unknown run)."""
-        row = await self._read(
-            f"reading run {run_id}",
-            lambda conn: conn.fetchrow(
-                "SELECT log_terminal, state FROM avo_runs WHERE run_id = $1", run_id
-            ),
-        )
-        return row is not None and row_is_terminal(row)
 
 
 def _same_run(run: RunRecord, event: AgentEvent) -> None:
