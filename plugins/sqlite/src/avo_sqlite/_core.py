@@ -34,7 +34,6 @@ from avo.exceptions import (
     StorageError,
 )
 from avo.models import Checkpoint, RunRecord, replaced
-from avo.state import RunState, is_terminal
 from avo.storage.batch import check_batch_shape
 from avo.storage.leases import Lease
 from avo_sqlite._checkpoints import (
@@ -49,6 +48,7 @@ from avo_sqlite._codec import key_range
 from avo_sqlite._leases import LeaseOps
 from avo_sqlite._payloads import insert_events
 from avo_sqlite._reads import ReadOps
+from avo_sqlite._retention import RetentionOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
 
 _CACHE_RUNS = 256
@@ -71,7 +71,7 @@ BARRIER_EVENTS: frozenset[EventType] = frozenset(
 or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
 
 
-class SQLiteCore(LeaseOps, ReadOps):
+class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
     Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
@@ -500,30 +500,6 @@ class SQLiteCore(LeaseOps, ReadOps):
             insert_events(self.conn, key, [first, second])
             self._put_run(run, insert=False)
         return first, second
-
-    def delete_run(self, run_id: str) -> bool:
-        with self._write(run_id, "deleting a run", barrier=True) as conn:
-            self._sync_runs()
-            row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                return False
-            if not is_terminal(RunState(row[0])):
-                raise StorageError(
-                    f"run {run_id} is {row[0]}, not finished; only terminal runs can be deleted"
-                )
-            key = self._key(run_id, refresh=True)
-            assert key is not None
-            low, high = key_range(key)
-            conn.execute("DELETE FROM events WHERE event_key BETWEEN ? AND ?", (low, high))
-            conn.execute(
-                "DELETE FROM checkpoints WHERE checkpoint_key BETWEEN ? AND ?", (low, high)
-            )
-            conn.execute("DELETE FROM checkpoint_items WHERE rowid BETWEEN ? AND ?", (low, high))
-            for table in ("leases", "ledger_entries", "job_checkpoints", "runs"):
-                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-        self._forget(run_id)
-        self._keys.pop(run_id, None)
-        return True
 
 
 def _run_params(run: RunRecord) -> tuple[str, str, str, str, str]:
