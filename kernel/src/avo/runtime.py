@@ -214,7 +214,6 @@ class AgentRuntime:
                 )
             restore_provider(self, run_id, cp.provider_metadata)
             ctx = self._context_from_checkpoint(run, log, cp)
-            ctx.batch = getattr(self.event_store, "append_batch", None)
             target = self._recover_result_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:
@@ -322,6 +321,7 @@ class AgentRuntime:
         policy = LoopPolicy.model_validate(cp.policy)
         response = cp.pending_response
         return _RunContext(
+            batch=getattr(self.event_store, "append_batch", None),
             run=run.model_copy(
                 update={
                     "token_usage": cp.token_usage,

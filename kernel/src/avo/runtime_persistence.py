@@ -106,14 +106,9 @@ def notify_appended(rt: AgentRuntime, event: AgentEvent) -> None:
 # event that precedes an effect is durable before that effect can happen.
 
 
-def _queue(
-    ctx: _RunContext,
-    event: AgentEvent,
-    run: RunRecord | None = None,
-    cp: Checkpoint | None = None,
-) -> None:
+def _queue(ctx: _RunContext, event: AgentEvent, cp: Checkpoint | None = None) -> None:
     ctx.log.accept(event)
-    ctx.pending.append((event, run, cp))
+    ctx.pending.append((event, None, cp))
 
 
 async def _replay(
@@ -287,7 +282,7 @@ async def checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
         EventType.CHECKPOINT_CREATED,
         {"checkpoint_id": cp.checkpoint_id, "state": cp.state.value, "next_step": cp.next_step},
     )
-    _queue(ctx, event, None, cp)
+    _queue(ctx, event, cp)
     ctx.pending_checkpoint = cp
     return cp
 

@@ -258,13 +258,14 @@ def call_json(call: ToolCall) -> tuple[str, str]:
     One step needs both three times (the assistant message, the action and the
     response fingerprints): the last call's are kept, by identity.
     """
+    global _last_call
     last = _last_call
     if last[0] is call:
         return last[1], last[2]
     arguments = canonical_json(call.arguments)
     # canonical_json({"name": n, "arguments": a}), assembled: keys sort "arguments" < "name".
     whole = f'{{"arguments":{arguments},"name":{canonical_json(call.name)}}}'
-    globals()["_last_call"] = (call, arguments, whole)
+    _last_call = (call, arguments, whole)
     return arguments, whole
 
 

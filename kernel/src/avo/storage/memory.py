@@ -125,7 +125,7 @@ class InMemoryEventStore:
         checkpoint: Checkpoint | None = None,
     ) -> list[AgentEvent]:
         """Append ``events``, replace the head, store ``checkpoint``: all or nothing."""
-        staged = apply_batch(self._log(run.run_id), run, events, checkpoint).events
+        staged = apply_batch(self._log(run.run_id), run, events, checkpoint)
         self._events[run.run_id].extend(staged)
         self._runs[run.run_id] = run
         if checkpoint is not None:
