@@ -138,7 +138,7 @@ class RunLogState:
         kind = fields["event_type"]
         if fields["run_id"] == self.run_id and self.created and not self.terminal:
             sequence = fields["sequence"]
-            if kind is EventType.STATE_CHANGED:
+            if kind is _STATE_CHANGED:
                 payload = fields["payload"]
                 move: tuple[Any, Any] = (payload.get("from_state"), payload.get("to_state"))
                 try:  # an unhashable value raises: the full check below names it
@@ -153,17 +153,17 @@ class RunLogState:
             elif kind in _NO_PAYLOAD_RULE:
                 if sequence > self.last_sequence:
                     self.last_sequence = sequence
-                if kind is EventType.MODEL_RESPONDED:
+                if kind is _MODEL_RESPONDED:
                     self.model_responded = True
                 return
-            elif kind is EventType.TOOL_STARTED:
+            elif kind is _TOOL_STARTED:
                 call_id = fields["payload"].get("tool_call_id")
                 if type(call_id) is str and call_id:
                     if sequence > self.last_sequence:
                         self.last_sequence = sequence
                     self.started_tool_calls.add(call_id)
                     return
-            elif kind is EventType.TOOL_COMPLETED or kind is EventType.TOOL_FAILED:
+            elif kind in _TOOL_RESULTS:
                 call_id = fields["payload"].get("tool_call_id")
                 if (
                     type(call_id) is str
@@ -198,6 +198,11 @@ class RunLogState:
 _LEGAL_TARGET: dict[tuple[Any, Any], RunState] = {
     move: _STATE_BY_VALUE[move[1]] for move in LEGAL_MOVES
 }
+# Members bound once for accept(): ``EventType.X`` is a slow class-attribute lookup on 3.11.
+_STATE_CHANGED = EventType.STATE_CHANGED
+_MODEL_RESPONDED = EventType.MODEL_RESPONDED
+_TOOL_STARTED = EventType.TOOL_STARTED
+_TOOL_RESULTS = frozenset({EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
 _NO_PAYLOAD_RULE: frozenset[EventType] = frozenset(EventType) - {
     EventType.RUN_CREATED,
     EventType.STATE_CHANGED,
