@@ -28,9 +28,8 @@ def test_cache_location_from_environ(tmp_path: Path) -> None:
     assert cache_path({}) is None
 
 
-def test_cached_rows_are_reused_until_the_plugin_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A distribution ``avo-cached`` with one tool plugin in a fresh module, on sys.path."""
     site = tmp_path / "site"
     monkeypatch.syspath_prepend(str(site))
     module = f"cached_{uuid.uuid4().hex[:8]}"
@@ -40,6 +39,13 @@ def test_cached_rows_are_reused_until_the_plugin_changes(
         entry_points={"avo.tools": {"cached": f"{module}:plugin"}},
         modules={module: SOURCE},
     )
+    return site, module
+
+
+def test_cached_rows_are_reused_until_the_plugin_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, module = _installed_plugin(tmp_path, monkeypatch)
     env = {"AVO_PLUGINS_CACHE": str(tmp_path / "cache")}
 
     def rows() -> list[dict[str, object]]:
@@ -73,15 +79,7 @@ def test_entry_point_cache_is_used_until_the_path_changes(
 ) -> None:
     from avo.plugins.discovery import discover_all, read_entry_cache
 
-    site = tmp_path / "site"
-    monkeypatch.syspath_prepend(str(site))
-    module = f"cached_{uuid.uuid4().hex[:8]}"
-    write_distribution(
-        site,
-        "avo-cached",
-        entry_points={"avo.tools": {"cached": f"{module}:plugin"}},
-        modules={module: SOURCE},
-    )
+    site, module = _installed_plugin(tmp_path, monkeypatch)
     cache = tmp_path / "entry-points.json"
     first = discover_all(path=[str(site)], cache_file=cache)["avo.tools"]
     assert [e.name for e in first] == ["cached"] and cache.exists()
