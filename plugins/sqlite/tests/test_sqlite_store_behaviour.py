@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -278,3 +279,77 @@ async def test_checks_cached_between_writes_see_another_connection(tmp_path: Pat
         )
         assert [e.sequence for e in done] == [8]
         assert [e.sequence for e in await first.get_events(run_id)] == list(range(1, 9))
+
+
+async def test_a_changed_created_at_still_reaches_the_listing_order(tmp_path: Path) -> None:
+    """Head updates leave created_at out of the UPDATE only while it is unchanged."""
+    from datetime import timedelta
+
+    from avo.models import replaced
+
+    async with SQLiteEventStore(tmp_path / "avo.db") as store:
+        first = await start_run(store)
+        second = await start_run(store)
+        assert [run.run_id for run in await store.list_runs()] == [second, first]
+        head = await store.get_run(first)
+        assert head is not None
+        moved = replaced(head, created_at=head.created_at + timedelta(days=1))
+        await store.update_run(moved)
+        assert [run.run_id for run in await store.list_runs()] == [first, second]
+        stored = await store.get_run(first)
+        assert stored is not None and stored.created_at == moved.created_at
+    async with SQLiteEventStore(tmp_path / "avo.db") as reopened:  # the column, not a cache
+        assert [run.run_id for run in await reopened.list_runs()] == [first, second]
+
+
+async def test_a_run_that_never_waits_still_lets_other_tasks_run(tmp_path: Path) -> None:
+    """A fake model and a synchronous tool never await I/O; the store's calls give the
+    event loop to other tasks at least every ``YIELD_INTERVAL`` of store calls."""
+
+    class Args(BaseModel):
+        n: int
+
+    class Counting(SQLiteEventStore):
+        batches = 0
+
+        async def append_batch(self, run: Any, events: Any, checkpoint: Any = None) -> Any:
+            stored = await super().append_batch(run, events, checkpoint)
+            self.batches += 1
+            return stored
+
+    tool = FunctionTool(
+        name="echo",
+        description="echo n",
+        arguments_model=Args,
+        function=lambda a: {"n": a.n},
+        run_in_thread=False,
+    )
+    steps = 300
+    script = [
+        ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(steps)
+    ]
+    seen: set[int] = set()  # how many batches were written each time the other task ran
+    running = True
+
+    async with Counting(tmp_path / "avo.db") as store:
+
+        async def other_task() -> None:
+            while running:
+                seen.add(store.batches)
+                await asyncio.sleep(0)
+
+        runtime = AgentRuntime(
+            provider=FakeProvider([*script, ModelResponse(content="done")]),
+            tools=[tool],
+            policy=LoopPolicy(max_steps=steps + 5, repeated_action_limit=steps + 5),
+            event_store=store,
+        )
+        task = asyncio.create_task(other_task())
+        result = await runtime.run("go")
+        running = False
+        await task
+    assert result.status.value == "completed"
+    # 600 batches take far more than 10 ms on any machine, so the other task ran
+    # between batches many times (without the turns: only while a call waited for
+    # the worker thread, once or twice a run).
+    assert len(seen) >= 10, sorted(seen)

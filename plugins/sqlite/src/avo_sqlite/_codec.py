@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -105,6 +106,10 @@ def decode_type(stored: int | str) -> EventType:
     return EventType(_EVENT_NAMES[stored] if isinstance(stored, int) else stored)
 
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_is_canonical_uuid = _CANONICAL_UUID.fullmatch
+
+
 def encode_id(text: str) -> bytearray | str:
     """A canonical UUID string (lower-case 8-4-4-4-12 hex) as its 16 bytes; any other id as itself.
 
@@ -113,15 +118,9 @@ def encode_id(text: str) -> bytearray | str:
     it as a BLOB directly, where a ``bytes`` value first goes through the
     adapter lookup (two caught AttributeErrors per value).
     """
-    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
+    if _is_canonical_uuid(text) is None:
         return text
-    digits = text[:8] + text[9:13] + text[14:18] + text[19:23] + text[24:]
-    try:
-        raw = bytearray.fromhex(digits)
-    except ValueError:
-        return text
-    # fromhex accepts upper case and spaces: only the canonical spelling is packed
-    return raw if raw.hex() == digits else text
+    return bytearray.fromhex(text.replace("-", ""))
 
 
 def decode_id(stored: bytes | bytearray | str) -> str:

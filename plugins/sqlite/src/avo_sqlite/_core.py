@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from avo.events import (
@@ -106,6 +107,7 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
         self._cursors: OrderedDict[str, CheckpointCursor] = OrderedDict()
         self._keys: dict[str, int] = {}
+        self._created: dict[str, datetime] = {}  # runs.created_at as last written here
         # Run records written by effect-free appends, kept until the transaction's
         # next read of `runs` or its commit: a step rewrites its run head 7 times.
         self._pending_runs: dict[str, RunRecord] = {}
@@ -157,21 +159,32 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
     def _sync_runs(self) -> None:
         """Write the deferred run records (inside the open transaction)."""
         if self._pending_runs:
-            runs = self._pending_runs.values()
-            keys = self._keys
-            if all(run.run_id in keys for run in runs):  # by rowid: no index lookup
-                self.conn.executemany(
-                    "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
-                    " WHERE run_key = ?",
-                    [(*_run_params(run)[:4], keys[run.run_id]) for run in runs],
-                )
-            else:
-                self.conn.executemany(
-                    "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
-                    " WHERE run_id = ?",
-                    [_run_params(run) for run in runs],
-                )
+            for run in self._pending_runs.values():
+                self._update_head(run)
             self._pending_runs.clear()
+
+    def _update_head(self, run: RunRecord) -> None:
+        """UPDATE a run's row; raises RunNotFoundError if there is none.
+
+        ``created_at`` is written only when it differs from what this store last
+        wrote or read: leaving it out leaves the ``runs_by_created`` index (one
+        page a commit) untouched, and the runtime never changes it.
+        """
+        key = self._keys.get(run.run_id)
+        if key is not None and self._created.get(run.run_id) == run.created_at:
+            cursor = self.conn.execute(
+                "UPDATE runs SET updated_at = ?, state = ?, record = ? WHERE run_key = ?",
+                (*_head_params(run), key),
+            )
+        else:
+            cursor = self.conn.execute(
+                "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
+                " WHERE run_id = ?",
+                (run.created_at.isoformat(), *_head_params(run), run.run_id),
+            )
+        if cursor.rowcount == 0:
+            raise RunNotFoundError(f"run {run.run_id} does not exist", run_id=run.run_id)
+        self._created[run.run_id] = run.created_at
 
     def _abandon(self, action: str, exc: BaseException) -> None:
         """Roll back a transaction a write left half-done (and its buffered writes)."""
@@ -340,22 +353,16 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
             self._pending_runs[run.run_id] = run
             return
         self._pending_runs.pop(run.run_id, None)  # superseded by this write
-        params = _run_params(run)
         if insert:
             cursor = self.conn.execute(
                 "INSERT INTO runs (created_at, updated_at, state, record, run_id)"
                 " VALUES (?, ?, ?, ?, ?)",
-                params,
+                (run.created_at.isoformat(), *_head_params(run), run.run_id),
             )
             self._keys[run.run_id] = int(cursor.lastrowid or 0)
+            self._created[run.run_id] = run.created_at
             return
-        cursor = self.conn.execute(
-            "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
-            " WHERE run_id = ?",
-            params,
-        )
-        if cursor.rowcount == 0:
-            raise RunNotFoundError(f"run {run.run_id} does not exist", run_id=run.run_id)
+        self._update_head(run)
 
     @staticmethod
     def _same_run(run_id: str, event: AgentEvent) -> None:
@@ -502,11 +509,6 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
         return first, second
 
 
-def _run_params(run: RunRecord) -> tuple[str, str, str, str, str]:
-    return (
-        run.created_at.isoformat(),
-        run.updated_at.isoformat(),
-        run.state.value,
-        run.model_dump_json(),
-        run.run_id,
-    )
+def _head_params(run: RunRecord) -> tuple[str, str, str]:
+    """The columns a run's head changes: ``updated_at``, ``state``, ``record``."""
+    return run.updated_at.isoformat(), run.state.value, run.model_dump_json()

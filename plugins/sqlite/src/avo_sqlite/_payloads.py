@@ -87,10 +87,15 @@ assert all(len(copies) <= 4 for copies in _COPIES.values())
 
 def _same(a: Any, b: Any) -> bool:
     """Identical once stored: same JSON text (so 1 vs 1.0 vs True are told apart)."""
-    if type(a) is not type(b):
+    if a is b:  # one object (the runtime shares a response's usage): one text
+        return True
+    kind = type(a)
+    if kind is not type(b):
         return False
-    if isinstance(a, str | int | bool) or a is None:
+    if kind is str or kind is int or kind is bool:
         return bool(a == b)
+    if kind is float:  # json writes a float as its repr (-0.0 and 0.0 differ, nan is NaN)
+        return repr(a) == repr(b)
     try:
         return dumps(a) == dumps(b)
     except (TypeError, ValueError):

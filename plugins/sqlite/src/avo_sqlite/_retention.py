@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import AbstractContextManager
+from datetime import datetime
 
 from avo.exceptions import StorageError
 from avo.state import RunState, is_terminal
@@ -14,6 +15,7 @@ class RetentionOps:
     """``delete_run`` on SQLiteCore's connection (see ``_core``)."""
 
     _keys: dict[str, int]
+    _created: dict[str, datetime]
 
     def _write(
         self, run_id: str, action: str, *, barrier: bool
@@ -51,6 +53,7 @@ class RetentionOps:
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         self._forget(run_id)
         self._keys.pop(run_id, None)
+        self._created.pop(run_id, None)
         return True
 
 
