@@ -155,3 +155,37 @@ async def test_a_failed_batch_write_ends_the_run_from_what_is_stored(
     assert EventType.TOOL_STARTED not in kinds
     assert kinds[-1] is EventType.RUN_FAILED
     assert [e.sequence for e in await store.get_events("r")] == list(range(1, len(kinds) + 1))
+
+
+async def test_checkpoints_and_requests_hold_the_transcript_of_their_moment(
+    call: Any, answer: Any, echo_tool: Any
+) -> None:
+    """Copies of the transcript are shared while it is unchanged, never mutated later."""
+
+    class Recording(InMemoryEventStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[Any, list[dict[str, Any]], int]] = []
+
+        async def append_batch(self, run: Any, events: Any, checkpoint: Any = None) -> Any:
+            if checkpoint is not None:
+                self.seen.append((checkpoint, checkpoint.messages, len(checkpoint.messages)))
+            return await super().append_batch(run, events, checkpoint)
+
+    store = Recording()
+    provider = FakeProvider([call(n=1), call(n=2), answer("fin")])
+    runtime = AgentRuntime(provider=provider, tools=[echo_tool], event_store=store)
+    result = await runtime.run("t")
+    assert result.status is RunState.COMPLETED
+    lengths = [length for _, _, length in store.seen]
+    # the first checkpoint holds the task; a decision checkpoint comes before its
+    # tool-call message is appended, so it shares the transcript of the one before
+    assert lengths == [1, 1, 3, 3, 5, 5, 6], lengths
+    assert store.seen[2][1] is store.seen[3][1]  # one copy, shared while unchanged
+    for checkpoint, messages, length in store.seen:  # none grew after it was stored
+        assert checkpoint.messages is messages and len(messages) == length
+    requests = provider.requests
+    assert [len(r.messages) for r in requests] == [1, 3, 5]
+    # each request carries the transcript of the checkpoint stored just before it
+    for request, index in zip(requests, (1, 3, 5), strict=True):
+        assert request.messages is store.seen[index][1]

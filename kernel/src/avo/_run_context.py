@@ -49,6 +49,9 @@ class _RunContext:
     call_payload: tuple[ToolCall, dict[str, Any]] | None = None
     # The last checkpoint's copy of completed_tool_call_ids (reused while unchanged).
     completed_snapshot: set[str] | None = None
+    # The last copy of ``messages`` handed out (a checkpoint's, a model request's),
+    # shared by the next one while the transcript is unchanged.
+    messages_snapshot: list[dict[str, JsonValue]] | None = None
     # The run's id, read once (it never changes; a plain attribute is read ~20 times a step).
     run_id: str = field(init=False, default="")
 
@@ -60,6 +63,24 @@ class _RunContext:
             self.policy.repeated_action_limit, self.policy.no_progress_window
         )
         self.detector.history_limit = max(self.detector.history_limit, needed)
+
+    def transcript(self) -> list[dict[str, JsonValue]]:
+        """A copy of ``messages`` for a checkpoint or a model request, shared while unchanged.
+
+        The transcript only grows (messages are appended, or inserted before the
+        last one), so an equal length and the same last message mean no change:
+        a step's request reuses its last checkpoint's copy instead of copying
+        the whole history a third time.
+        """
+        messages = self.messages
+        snapshot = self.messages_snapshot
+        if (
+            snapshot is None
+            or len(snapshot) != len(messages)
+            or (messages and snapshot[-1] is not messages[-1])
+        ):
+            snapshot = self.messages_snapshot = list(messages)
+        return snapshot
 
     @property
     def state(self) -> RunState:

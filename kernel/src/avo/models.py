@@ -187,7 +187,12 @@ class ToolResult(AvoModel):
 
 
 class ModelRequest(AvoModel):
-    """What the runtime sends to a provider for one step."""
+    """What the runtime sends to a provider for one step.
+
+    Read-only for a provider: ``messages`` (the list and its message dicts) is
+    shared with the run's latest checkpoint, not copied for each request.
+    Build a new list to send a changed transcript.
+    """
 
     request_id: str = Field(default_factory=new_id)
     run_id: str = Field(min_length=1)

@@ -100,7 +100,7 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             "request_id": f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}",
             "run_id": ctx.run_id,
             "step": ctx.next_step,
-            "messages": list(ctx.messages),
+            "messages": ctx.transcript(),
             "tools": rt.tools.metadata,
             "cache": rt.prompt_cache,
             "cache_prefix_messages": stable_prefix_size(ctx.messages) if rt.prompt_cache else None,

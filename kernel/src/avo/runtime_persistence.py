@@ -252,7 +252,7 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
             "run_id": ctx.run_id,
             "created_at": rt.clock(),
             "state": ctx.state,
-            "messages": list(ctx.messages),
+            "messages": ctx.transcript(),
             "next_step": ctx.next_step,
             "token_usage": ctx.run.token_usage,
             "token_accounting_available": ctx.run.token_accounting_available,
