@@ -84,7 +84,7 @@ def _shift(old: list[Any], new: list[Any]) -> int | None:
     None when ``new`` is not ``old`` minus a prefix plus a suffix.
     """
     size = len(old)
-    if new[:size] == old:
+    if new is old or new[:size] == old:  # one object: the runtime shares an unchanged copy
         return 0
     if not new:
         return None
