@@ -101,6 +101,8 @@ Row = tuple[int, str, int, int, str]
 def _save_lineage(
     run_key: int, name: str, value: Any, old: _Lineage | None, position: int, rows: list[Row]
 ) -> _Lineage:
+    if old is not None and (old.full is value or old.members is value) and old.count == len(value):
+        return old  # the runtime shares an unchanged copy between checkpoints: nothing new
     if name == SET_FIELD:
         members: set[str] = value
         added: set[str] | None = None
@@ -128,9 +130,11 @@ def _save_lineage(
         else:
             first, start, base, new_items = 0, 0, position, value
         lineage = _Lineage(base=base, count=len(value), start=first, full=value)
-    rows.extend(
-        (run_key, name, base, start + offset, dumps(item)) for offset, item in enumerate(new_items)
-    )
+    if new_items:
+        rows.extend(
+            (run_key, name, base, start + offset, dumps(item))
+            for offset, item in enumerate(new_items)
+        )
     return lineage
 
 
