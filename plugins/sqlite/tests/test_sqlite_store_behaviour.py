@@ -303,8 +303,8 @@ async def test_a_changed_created_at_still_reaches_the_listing_order(tmp_path: Pa
 
 
 async def test_a_run_that_never_waits_still_lets_other_tasks_run(tmp_path: Path) -> None:
-    """A fake model and a synchronous tool never await I/O; the store's calls give the
-    event loop to other tasks at least every ``YIELD_INTERVAL`` of store calls."""
+    """A fake model and a synchronous tool never await I/O; the store's calls still give
+    the event loop to other tasks."""
 
     class Args(BaseModel):
         n: int
@@ -349,7 +349,6 @@ async def test_a_run_that_never_waits_still_lets_other_tasks_run(tmp_path: Path)
         running = False
         await task
     assert result.status.value == "completed"
-    # 600 batches take far more than 10 ms on any machine, so the other task ran
-    # between batches many times (without the turns: only while a call waited for
-    # the worker thread, once or twice a run).
-    assert len(seen) >= 10, sorted(seen)
+    # the other task ran between batches (without the store's turns: only while a
+    # call waited for the worker thread, once or twice a run)
+    assert len(seen) >= steps, len(seen)

@@ -101,7 +101,8 @@ Row = tuple[int, str, int, int, str]
 def _save_lineage(
     run_key: int, name: str, value: Any, old: _Lineage | None, position: int, rows: list[Row]
 ) -> _Lineage:
-    if old is not None and (old.full is value or old.members is value) and old.count == len(value):
+    size = len(value)
+    if old is not None and (old.full is value or old.members is value) and old.count == size:
         return old  # the runtime shares an unchanged copy between checkpoints: nothing new
     if name == SET_FIELD:
         members: set[str] = value

@@ -14,6 +14,7 @@ them from the database.
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
 import time
@@ -58,6 +59,29 @@ _CACHE_RUNS = 256
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return code in (5, 6) or "locked" in str(exc) or "busy" in str(exc)  # SQLITE_BUSY/LOCKED
+
+
+def _wait_for_write_lock(conn: sqlite3.Connection, timeout: float) -> None:
+    """``BEGIN IMMEDIATE``, retried after short random pauses until ``timeout`` seconds.
+
+    SQLite's own busy handler retries on a fixed schedule that settles at one
+    try every 100 ms: against a writer that holds the lock on a steady rhythm
+    (30 ms of every 100, say) its tries can fall into the locked part of every
+    cycle for seconds on end. Pauses of a random 0.5-5 ms cannot stay in step
+    with any rhythm, and catch a free lock within a few ms of its release.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(_jitter(0.0005, 0.005))
+
+
+_jitter = random.Random().uniform
 
 
 class WouldBlock(Exception):
@@ -217,19 +241,17 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
     def _begin(self) -> None:
         """BEGIN IMMEDIATE; on the loop thread only if the write lock is free right now.
 
-        The connection keeps SQLite's busy timeout (``BUSY_TIMEOUT_MS``) for the
-        worker thread; a loop-thread call sets it to 0 for this one statement and
-        hands the call to the worker (WouldBlock, nothing changed) if it is busy.
+        A loop-thread call tries once and hands the call to the worker
+        (WouldBlock, nothing changed) if the lock is taken. The worker waits for
+        it up to ``BUSY_TIMEOUT_MS`` (see :func:`_wait_for_write_lock`).
         """
+        # Busy timeout 0 for both threads: waits are ours, not SQLite's busy handler.
+        self._busy_timeout(0)
         if not self.inline:
-            self._busy_timeout(BUSY_TIMEOUT_MS)
-            self.conn.execute("BEGIN IMMEDIATE")
+            _wait_for_write_lock(self.conn, BUSY_TIMEOUT_MS / 1000)
             return
         if not self.inline_writes:
             raise WouldBlock
-        # The loop thread's setting stays until the worker thread needs the real one:
-        # one statement a write instead of three.
-        self._busy_timeout(0)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:

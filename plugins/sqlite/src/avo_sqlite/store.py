@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -24,9 +23,6 @@ from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
 _BLOCKED = object()
-_monotonic = time.monotonic
-YIELD_INTERVAL = 0.001
-"""Seconds of store calls after which a call first lets other tasks run (see ``_call``)."""
 
 
 def _cancel_again() -> None:
@@ -79,7 +75,6 @@ class SQLiteEventStore:
         if commit_delay < 0:
             raise StorageError(f"commit_delay must be >= 0 seconds, got {commit_delay!r}")
         self._closed = False
-        self._last_turn = 0.0
         location = self.path
         self._worker = Worker(
             lambda: SQLiteCore(location, synchronous=synchronous, commit_delay=commit_delay)
@@ -98,16 +93,13 @@ class SQLiteEventStore:
         (a write lock held by another connection, an fsync with
         ``synchronous="FULL"``, a WAL checkpoint) runs on the worker thread.
         """
-        # Let other tasks (other runs) take a turn, as a real I/O wait would, once per
-        # YIELD_INTERVAL: a run whose provider and tools never wait (a fake model,
-        # synchronous tools) cannot hold the event loop for longer than that, and a
-        # busy run does not pay an event-loop round trip on every call. The turn comes
-        # before the call, not after: a cancellation landing there stores nothing, and
-        # once an inline call ran nothing is awaited before its result is returned.
-        now = _monotonic()
-        if now - self._last_turn >= YIELD_INTERVAL:
-            await asyncio.sleep(0)
-            self._last_turn = _monotonic()
+        # Let other tasks (other runs) take a turn, as a real I/O wait would: a run whose
+        # provider and tools never wait (a fake model, synchronous tools) cannot hold
+        # the event loop. (Yielding only once per millisecond of calls saves ~3 % of a
+        # step but doubles other tasks' p99 wait in benchmarks/store_growth.py.) It
+        # comes before the call, not after: a cancellation landing here stores nothing,
+        # and once an inline call ran nothing is awaited before its result is returned.
+        await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
         core = self._core
