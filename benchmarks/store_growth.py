@@ -432,7 +432,7 @@ async def main(quick: bool) -> None:
         f"p99 {inline['p99_ms']:.1f} ms, runs took {inline['runs_s']:.2f} s"
     )
     print(
-        f"  in-memory store (no SQLite: the machine's own jitter): loop stall max "
+        f"  in-memory store (never yields: a run holds the loop to its end): loop stall max "
         f"{in_memory['max_ms']:.1f} ms, p99 {in_memory['p99_ms']:.1f} ms, "
         f"runs took {in_memory['runs_s']:.2f} s"
     )
