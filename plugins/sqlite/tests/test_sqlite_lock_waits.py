@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from avo_sqlite import SQLiteEventStore
-from avo_sqlite._core import _wait_for_write_lock
+from avo_sqlite._write_lock import wait_for_write_lock
 
 
 def _rhythmic_writer(path: Path, stop: threading.Event, first_hold: float) -> threading.Thread:
@@ -60,7 +60,7 @@ async def test_a_write_gets_the_lock_between_another_writers_beats(tmp_path: Pat
             writer = _rhythmic_writer(path, stop, first_hold)
             started = time.monotonic()
             try:
-                _wait_for_write_lock(conn, 10.0)
+                wait_for_write_lock(conn, 10.0)
                 waits.append(time.monotonic() - started)
                 conn.execute("ROLLBACK")
             finally:
@@ -82,7 +82,7 @@ def test_a_lock_held_past_the_timeout_fails_as_busy(tmp_path: Path) -> None:
     waiter.execute("PRAGMA busy_timeout = 0")
     started = time.monotonic()
     try:
-        _wait_for_write_lock(waiter, 0.05)
+        wait_for_write_lock(waiter, 0.05)
     except sqlite3.OperationalError as exc:
         assert "locked" in str(exc)
     else:  # pragma: no cover - the assertion below reports it
@@ -92,3 +92,24 @@ def test_a_lock_held_past_the_timeout_fails_as_busy(tmp_path: Path) -> None:
         holder.close()
         waiter.close()
     assert 0.05 <= time.monotonic() - started < 1.0
+
+
+def test_a_side_store_write_also_gets_the_lock_between_beats(tmp_path: Path) -> None:
+    from avo.models import TokenUsage
+    from avo_sqlite.ledger import TokenLedger
+
+    path = tmp_path / "avo.db"
+    with TokenLedger(path) as ledger:
+        waits = []
+        for first_hold in (0.44, 0.45):
+            stop = threading.Event()
+            writer = _rhythmic_writer(path, stop, first_hold)
+            started = time.monotonic()
+            try:
+                ledger.record("run-1", step=1, usage=TokenUsage(input_tokens=1), model="m")
+                waits.append(time.monotonic() - started)
+            finally:
+                stop.set()
+                writer.join()
+        assert len(ledger.entries("run-1")) == 2
+    assert max(waits) < 1.0, waits

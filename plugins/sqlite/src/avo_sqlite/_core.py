@@ -14,7 +14,6 @@ them from the database.
 
 from __future__ import annotations
 
-import random
 import sqlite3
 import threading
 import time
@@ -52,36 +51,9 @@ from avo_sqlite._payloads import insert_events
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
+from avo_sqlite._write_lock import is_busy, wait_for_write_lock
 
 _CACHE_RUNS = 256
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code in (5, 6) or "locked" in str(exc) or "busy" in str(exc)  # SQLITE_BUSY/LOCKED
-
-
-def _wait_for_write_lock(conn: sqlite3.Connection, timeout: float) -> None:
-    """``BEGIN IMMEDIATE``, retried after short random pauses until ``timeout`` seconds.
-
-    SQLite's own busy handler retries on a fixed schedule that settles at one
-    try every 100 ms: against a writer that holds the lock on a steady rhythm
-    (30 ms of every 100, say) its tries can fall into the locked part of every
-    cycle for seconds on end. Pauses of a random 0.5-5 ms cannot stay in step
-    with any rhythm, and catch a free lock within a few ms of its release.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(_jitter(0.0005, 0.005))
-
-
-_jitter = random.Random().uniform
 
 
 class WouldBlock(Exception):
@@ -243,19 +215,19 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
 
         A loop-thread call tries once and hands the call to the worker
         (WouldBlock, nothing changed) if the lock is taken. The worker waits for
-        it up to ``BUSY_TIMEOUT_MS`` (see :func:`_wait_for_write_lock`).
+        it up to ``BUSY_TIMEOUT_MS`` (see :func:`~avo_sqlite._write_lock.wait_for_write_lock`).
         """
         # Busy timeout 0 for both threads: waits are ours, not SQLite's busy handler.
         self._busy_timeout(0)
         if not self.inline:
-            _wait_for_write_lock(self.conn, BUSY_TIMEOUT_MS / 1000)
+            wait_for_write_lock(self.conn, BUSY_TIMEOUT_MS / 1000)
             return
         if not self.inline_writes:
             raise WouldBlock
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if _is_busy(exc):
+            if is_busy(exc):
                 raise WouldBlock from exc
             raise
 

@@ -11,7 +11,8 @@ from types import TracebackType
 from typing import Self
 
 from avo.exceptions import StorageError
-from avo_sqlite._schema import open_database
+from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
+from avo_sqlite._write_lock import wait_for_write_lock
 
 
 class SyncSQLiteStore:
@@ -37,7 +38,12 @@ class SyncSQLiteStore:
         with self._lock:
             conn = self._conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                # our jittered wait, not SQLite's busy handler (see _write_lock)
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    wait_for_write_lock(conn, BUSY_TIMEOUT_MS / 1000)
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 yield conn
                 conn.execute("COMMIT")
             except BaseException as exc:
