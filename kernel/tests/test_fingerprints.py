@@ -48,3 +48,15 @@ def test_the_cache_follows_the_call_object() -> None:
     assert model_response_fingerprint(answer) == canonical_fingerprint(
         {"content": "done", "tool_call": None}
     )
+
+
+@given(
+    history=st.lists(st.sampled_from(["a", "b", "c"]), max_size=12),
+    count=st.integers(min_value=-1, max_value=14),
+)
+def test_trailing_identical_is_the_plain_definition(history: list[str], count: int) -> None:
+    from avo.progress import _trailing_identical
+
+    tail = history[-count:] if count > 0 else []
+    expected = count > 0 and len(history) >= count and all(item == tail[0] for item in tail)
+    assert _trailing_identical(history, count) is expected

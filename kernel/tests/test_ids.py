@@ -39,3 +39,20 @@ def test_a_forked_child_draws_other_event_ids() -> None:
     os.close(read)
     mine = event_id()
     assert child[8:] != mine[8:]
+
+
+def test_event_ids_keep_their_shape_across_the_counter_wrap() -> None:
+    import itertools
+
+    from avo import models
+
+    saved = models._event_id_counter, models._event_id_suffix
+    try:
+        models._event_id_counter = itertools.count(0xFFFFFFFE)
+        ids = [event_id() for _ in range(4)]
+    finally:
+        models._event_id_counter, models._event_id_suffix = saved
+    assert ids[0].startswith("fffffffe") and ids[1].startswith("ffffffff")
+    for text in ids:
+        assert str(uuid.UUID(text)) == text and uuid.UUID(text).version == 4
+    assert len(set(ids)) == 4

@@ -30,8 +30,10 @@ def model_response_fingerprint(response: ModelResponse) -> str:
 def _trailing_identical(history: list[str], count: int) -> bool:
     if count <= 0 or len(history) < count:
         return False
-    tail = history[-count:]
-    return all(item == tail[0] for item in tail)
+    last = history[-1]
+    if count > 1 and history[-2] != last:  # the usual answer, without a slice
+        return False
+    return history[-count:].count(last) == count
 
 
 class ProgressDetector:
