@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import os
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -63,8 +64,23 @@ os.register_at_fork(after_in_child=_reseed_event_ids)
 
 
 _M = TypeVar("_M", bound=BaseModel)
-_set = object.__setattr__
 _new = object.__new__
+
+
+def _slot_setter(name: str) -> Callable[[Any, Any], None]:
+    """The setter of one of BaseModel's slots, called directly (half the cost of
+    ``object.__setattr__(obj, name, value)``, which looks the descriptor up each time)."""
+    descriptor = BaseModel.__dict__.get(name)
+    setter = getattr(descriptor, "__set__", None)
+    if setter is None:  # pragma: no cover - a pydantic without these slots
+        return lambda obj, value: object.__setattr__(obj, name, value)
+    return cast(Callable[[Any, Any], None], setter)
+
+
+set_model_dict = _slot_setter("__dict__")
+set_fields_set = _slot_setter("__pydantic_fields_set__")
+set_extra = _slot_setter("__pydantic_extra__")
+set_private = _slot_setter("__pydantic_private__")
 _ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 
 
@@ -76,13 +92,13 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     such objects share one fields-set: every field is set, so it never changes.)
     """
     obj = _new(cls)
-    _set(obj, "__dict__", values)
+    set_model_dict(obj, values)
     fields = _ALL_FIELDS.get(cls)
     if fields is None or len(fields) != len(values):
         fields = _ALL_FIELDS[cls] = set(values)
-    _set(obj, "__pydantic_fields_set__", fields)
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    set_fields_set(obj, fields)
+    set_extra(obj, None)
+    set_private(obj, None)
     return obj
 
 

@@ -23,6 +23,10 @@ from avo.models import (
     ToolResult,
     event_id,
     replaced,
+    set_extra,
+    set_fields_set,
+    set_model_dict,
+    set_private,
     trusted,
 )
 from avo.state import (
@@ -61,9 +65,8 @@ def _event(
         payload = rt.redactor.value(payload)
     # models.trusted(AgentEvent, ...), inlined: the loop makes ~14 events a step.
     event = _new(AgentEvent)
-    _set(
+    set_model_dict(
         event,
-        "__dict__",
         {
             "event_id": event_id(),
             "run_id": ctx.run_id,
@@ -74,14 +77,13 @@ def _event(
             "parent_event_id": None,
         },
     )
-    _set(event, "__pydantic_fields_set__", _EVENT_FIELDS)
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
+    set_fields_set(event, _EVENT_FIELDS)
+    set_extra(event, None)
+    set_private(event, None)
     return event
 
 
 _new = object.__new__
-_set = object.__setattr__
 _EVENT_FIELDS = set(AgentEvent.model_fields)
 
 
