@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from avo._deadline import within
+from avo._dump import response_json
 from avo._run_context import _RunContext
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
@@ -161,7 +162,7 @@ async def _record_response(
     ctx.detector.record_model_response(response)
     step = ctx.next_step
     # One redaction walk over the response; a tool call's four events reuse its result.
-    dumped = rt.redactor.value(response.model_dump(mode="json"))
+    dumped = rt.redactor.value(response_json(response))
     call = response.tool_call
     if call is not None:
         redacted_call = dumped["tool_call"]

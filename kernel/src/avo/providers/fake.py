@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from avo._dump import response_json
 from avo.exceptions import FakeProviderExhaustedError
 from avo.models import ModelRequest, ModelResponse, TokenUsage, new_id
 
@@ -19,7 +20,7 @@ ScriptItem = ModelResponse | Mapping[str, Any] | Exception
 
 def _script_item_to_json(item: ScriptItem) -> JsonValue:
     if isinstance(item, ModelResponse):
-        return {"kind": "response", "value": item.model_dump(mode="json")}
+        return {"kind": "response", "value": response_json(item)}
     if isinstance(item, BaseException):
         return {"kind": "error", "type": type(item).__name__, "message": str(item)}
     return {"kind": "mapping", "value": dict(item)}
