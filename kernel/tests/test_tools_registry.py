@@ -122,3 +122,24 @@ def test_fingerprints_ignore_ids_and_key_order() -> None:
     b = ToolCall(name="t", arguments={"b": 2, "a": 1})
     assert tool_call_fingerprint(a) == tool_call_fingerprint(b)
     assert canonical_fingerprint({"x": [1, 2]}) != canonical_fingerprint({"x": [2, 1]})
+
+
+@pytest.mark.parametrize(
+    ("output", "named"),
+    [({"a": {1, 2}}, "a is of type set"), ([1, object()], "1 is of type object"), (b"x", "bytes")],
+)
+async def test_output_that_is_not_json_becomes_a_failed_result(output: Any, named: str) -> None:
+    from avo.models import ToolMetadata
+
+    class Sloppy:
+        metadata = ToolMetadata(name="sloppy", description="d", input_schema={"type": "object"})
+
+        async def invoke(self, arguments: Any) -> Any:
+            return output
+
+    registry = ToolRegistry([Sloppy()])
+    result = await registry.invoke(ToolCall(name="sloppy"), completed_tool_call_ids=set())
+    assert not result.success and result.output is None
+    assert result.error is not None
+    assert "Tool 'sloppy' returned output that is not JSON data" in result.error
+    assert named in result.error and "return dicts with string keys" in result.error

@@ -9,10 +9,11 @@ import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime
 from json.encoder import c_encode_basestring_ascii, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from avo.exceptions import (
@@ -22,7 +23,7 @@ from avo.exceptions import (
     ToolNotFoundError,
     ToolValidationError,
 )
-from avo.models import ToolCall, ToolMetadata, ToolResult, ToolRisk, utc_now
+from avo.models import ToolCall, ToolMetadata, ToolResult, ToolRisk, trusted, utc_now
 
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
 ToolCallable = Callable[[ArgumentsT], JsonValue | Awaitable[JsonValue]]
@@ -207,24 +208,59 @@ class ToolRegistry:
         try:
             output = await self.get(call.name).invoke(call.arguments)
         except (ToolNotFoundError, ToolValidationError, ToolExecutionError) as exc:
-            return ToolResult(
-                tool_call_id=call.tool_call_id,
-                tool_name=call.name,
-                success=False,
-                error=str(exc),
-                started_at=started_at,
-                finished_at=max(utc_now(), started_at),
-                duration_ms=(time.perf_counter() - started) * 1000,
+            return _failed(call, str(exc), started_at, started)
+        try:
+            output = _json_value().validate_python(output)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"][1:]) or "the value"
+            return _failed(
+                call,
+                f"Tool {call.name!r} returned output that is not JSON data: {where} is of type "
+                f"{type(problem['input']).__name__}; return dicts with string keys, lists, "
+                "strings, numbers, booleans or None",
+                started_at,
+                started,
             )
-        return ToolResult(
-            tool_call_id=call.tool_call_id,
-            tool_name=call.name,
-            success=True,
-            output=output,
-            started_at=started_at,
-            finished_at=max(utc_now(), started_at),
-            duration_ms=(time.perf_counter() - started) * 1000,
+        # Every other field is the kernel's own (a validated call, aware clock
+        # readings, finished >= started, a non-negative duration): build the result
+        # without validating them again.
+        return trusted(
+            ToolResult,
+            {
+                "tool_call_id": call.tool_call_id,
+                "tool_name": call.name,
+                "success": True,
+                "output": output,
+                "error": None,
+                "started_at": started_at,
+                "finished_at": max(utc_now(), started_at),
+                "duration_ms": (time.perf_counter() - started) * 1000,
+            },
         )
+
+
+def _failed(call: ToolCall, error: str, started_at: datetime, started: float) -> ToolResult:
+    return ToolResult(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.name,
+        success=False,
+        error=error,
+        started_at=started_at,
+        finished_at=max(utc_now(), started_at),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+_JSON_VALUE: TypeAdapter[JsonValue] | None = None
+
+
+def _json_value() -> TypeAdapter[JsonValue]:
+    """The JsonValue validator (built on first use: ``import avo`` stays light)."""
+    global _JSON_VALUE
+    if _JSON_VALUE is None:
+        _JSON_VALUE = TypeAdapter(JsonValue)
+    return _JSON_VALUE
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)

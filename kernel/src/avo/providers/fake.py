@@ -9,7 +9,7 @@ from pydantic import JsonValue
 
 from avo._dump import response_json
 from avo.exceptions import FakeProviderExhaustedError
-from avo.models import ModelRequest, ModelResponse, TokenUsage, new_id
+from avo.models import ModelRequest, ModelResponse, TokenUsage, new_id, replaced, trusted
 
 if TYPE_CHECKING:
     from avo.providers.streaming import ModelChunk
@@ -85,14 +85,14 @@ class FakeProvider:
         response = item if isinstance(item, ModelResponse) else ModelResponse.model_validate(item)
         update: dict[str, Any] = {}
         if response.usage is None:
-            update["usage"] = TokenUsage()
+            update["usage"] = trusted(TokenUsage, {"input_tokens": 0, "output_tokens": 0})
         call = response.tool_call
         if call is not None:
             if call.tool_call_id in self._served_call_ids:
                 # A repeated script item is a new call: give it a fresh id.
-                update["tool_call"] = call.model_copy(update={"tool_call_id": new_id()})
+                update["tool_call"] = replaced(call, tool_call_id=new_id())
             self._served_call_ids.add(update.get("tool_call", call).tool_call_id)
-        return response.model_copy(update=update) if update else response
+        return replaced(response, **update) if update else response  # values already valid
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream the next scripted response as chunks."""
