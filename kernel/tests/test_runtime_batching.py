@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from avo import AgentRuntime, EventType, FakeProvider, FunctionTool, RunState
 from avo.events import AgentEvent
-from avo.exceptions import StorageError
+from avo.exceptions import EventInvariantError, StorageError
 from avo.models import replaced
 from avo.storage.memory import InMemoryEventStore
 
@@ -189,3 +189,47 @@ async def test_checkpoints_and_requests_hold_the_transcript_of_their_moment(
     # each request carries the transcript of the checkpoint stored just before it
     for request, index in zip(requests, (1, 3, 5), strict=True):
         assert request.messages is store.seen[index][1]
+
+
+async def test_the_in_memory_store_folds_runtime_batches_without_checking_them_twice(
+    call: Any, answer: Any, echo_tool: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime validated each event against a log built from the same events."""
+    import avo.storage.memory as memory
+    from avo.events import RunLogState
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("a runtime batch that follows the stored log was re-validated")
+
+    store = InMemoryEventStore()
+    monkeypatch.setattr(memory, "apply_batch", refuse)
+    runtime = AgentRuntime(
+        provider=FakeProvider([call(n=1), call(n=2), answer("fin")]),
+        tools=[echo_tool],
+        event_store=store,
+    )
+    result = await runtime.run("t")
+    assert result.status is RunState.COMPLETED
+    events = await store.get_events(result.run_id)
+    # the folded summary is exactly what validating the stored log gives
+    assert store._logs[result.run_id] == RunLogState.from_events(result.run_id, events)
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_a_validated_batch_that_does_not_follow_the_log_is_checked_in_full() -> None:
+    from avo.storage.batch import ValidatedBatch
+    from avo.testing.store_values import event, start_run
+
+    store = InMemoryEventStore()
+    run_id = await start_run(store)
+    run = await store.get_run(run_id)
+    assert run is not None
+    stale = event(run_id, EventType.TOOL_COMPLETED, tool_call_id="never-started")
+    stale = replaced(stale, sequence=2)  # numbered from an older view of the log
+    with pytest.raises(EventInvariantError, match="without tool_started"):
+        await store.append_batch(run, ValidatedBatch([stale]))
+    before = len(await store.get_events(run_id))
+    fresh = event(run_id, EventType.TOOL_COMPLETED, tool_call_id="never-started")
+    with pytest.raises(EventInvariantError, match="without tool_started"):  # a plain list
+        await store.append_batch(run, [replaced(fresh, sequence=before + 1)])
+    assert len(await store.get_events(run_id)) == before

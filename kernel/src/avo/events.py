@@ -179,18 +179,21 @@ class RunLogState:
 
     def apply(self, event: AgentEvent) -> None:
         """Fold an accepted event into the summary."""
-        kind = event.event_type
-        self.last_sequence = max(self.last_sequence, event.sequence)
-        if kind is EventType.RUN_CREATED:
-            self.created = True
-        elif kind is EventType.STATE_CHANGED:
-            self.state = _STATE_BY_VALUE[str(event.payload["to_state"])]
-        elif kind is EventType.MODEL_RESPONDED:
+        fields = event.__dict__  # one read through the model's __getattr__ hook
+        kind = fields["event_type"]
+        sequence = fields["sequence"]
+        if sequence > self.last_sequence:
+            self.last_sequence = sequence
+        if kind is _STATE_CHANGED:
+            self.state = _STATE_BY_VALUE[str(fields["payload"]["to_state"])]
+        elif kind is _TOOL_STARTED:
+            self.started_tool_calls.add(str(fields["payload"]["tool_call_id"]))
+        elif kind in _TOOL_RESULTS:
+            self.finished_tool_calls.add(str(fields["payload"]["tool_call_id"]))
+        elif kind is _MODEL_RESPONDED:
             self.model_responded = True
-        elif kind is EventType.TOOL_STARTED:
-            self.started_tool_calls.add(str(event.payload["tool_call_id"]))
-        elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
-            self.finished_tool_calls.add(str(event.payload["tool_call_id"]))
+        elif kind is _RUN_CREATED:
+            self.created = True
         elif kind in TERMINAL_EVENT_TYPES:
             self.terminal = True
 
@@ -200,6 +203,7 @@ _LEGAL_TARGET: dict[tuple[Any, Any], RunState] = {
 }
 # Members bound once for accept(): ``EventType.X`` is a slow class-attribute lookup on 3.11.
 _STATE_CHANGED = EventType.STATE_CHANGED
+_RUN_CREATED = EventType.RUN_CREATED
 _MODEL_RESPONDED = EventType.MODEL_RESPONDED
 _TOOL_STARTED = EventType.TOOL_STARTED
 _TOOL_RESULTS = frozenset({EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})

@@ -8,6 +8,7 @@ plugin cannot skip the §6 invariants, then folds the stored event back in.
 from __future__ import annotations
 
 import logging
+import operator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
@@ -36,6 +37,7 @@ from avo.state import (
     validate_terminal_outcome,
     validate_transition,
 )
+from avo.storage.batch import ValidatedBatch
 from avo.tools import call_json, canonical_json
 
 if TYPE_CHECKING:
@@ -84,6 +86,7 @@ def _event(
 
 
 _new = object.__new__
+_first = operator.itemgetter(0)
 _EVENT_FIELDS = set(AgentEvent.model_fields)
 
 
@@ -135,7 +138,8 @@ async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
     ctx.head_private = False  # the store may keep the head object from here on
     try:
         if ctx.batch is not None:
-            stored = await ctx.batch(ctx.run, [op[0] for op in pending], checkpoint)
+            events = ValidatedBatch(map(_first, pending))  # each passed ctx.log.accept
+            stored = await ctx.batch(ctx.run, events, checkpoint)
         else:
             store = rt.event_store
             stored = [await _replay(store, *op) for op in pending]

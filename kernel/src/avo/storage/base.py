@@ -87,7 +87,9 @@ class BatchEventStore(Protocol):
 
     - ``events`` is non-empty, all of ``run.run_id``, and each is validated in
       order against the stored log (§6) — all or nothing: a bad event stores
-      none of the batch and leaves the head unchanged;
+      none of the batch and leaves the head unchanged (the runtime's own
+      batches come as ``avo.storage.batch.ValidatedBatch``, already validated:
+      see ``avo.storage.batch.follows`` for when a store may rely on that);
     - sequences are assigned per run, ascending and gapless (the runtime
       pre-numbers them; a store returns them as given when they fit);
     - the run head is replaced by ``run``;

@@ -53,6 +53,33 @@ def check_batch_shape(
     )
 
 
+class ValidatedBatch(list[AgentEvent]):
+    """A batch the runtime has already validated (§6) against its own log summary.
+
+    The runtime hands its buffered events to ``append_batch`` as this type. Its
+    log summary was built from the run's stored events plus its own appends,
+    so when the batch's first sequence directly follows a store's stored log
+    (no other writer appended meanwhile), validating the events again against
+    that log can only repeat the runtime's answer: a store may then fold them
+    in without re-checking them (the in-memory store does). Any other caller's
+    list is validated in full.
+    """
+
+    __slots__ = ()
+
+
+def follows(log: RunLogState, run: RunRecord, events: Sequence[AgentEvent]) -> bool:
+    """True when ``events`` is a runtime-validated batch that continues ``log`` directly."""
+    return (
+        type(events) is ValidatedBatch
+        and len(events) > 0
+        and not log.terminal
+        and log.created
+        and log.run_id == run.run_id
+        and events[0].sequence == log.last_sequence + 1
+    )
+
+
 # Enum members bound once: ``EventType.X`` is a slow class-attribute lookup on 3.11.
 _STARTED = EventType.TOOL_STARTED
 _TOOL_RESULTS = frozenset({EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
@@ -108,4 +135,4 @@ def apply_batch(
     return staged
 
 
-__all__ = ["apply_batch", "check_batch_shape"]
+__all__ = ["ValidatedBatch", "apply_batch", "check_batch_shape", "follows"]
