@@ -352,3 +352,29 @@ async def test_a_run_that_never_waits_still_lets_other_tasks_run(tmp_path: Path)
     # the other task ran between batches (without the store's turns: only while a
     # call waited for the worker thread, once or twice a run)
     assert len(seen) >= steps, len(seen)
+
+
+async def test_runtime_batches_leave_the_cached_summary_equal_to_the_stored_log(
+    tmp_path: Path,
+) -> None:
+    """Runtime batches (ValidatedBatch) are folded in, not re-validated: same summary."""
+    from avo.events import RunLogState
+
+    class Args(BaseModel):
+        n: int
+
+    tool = FunctionTool(
+        name="echo", description="echo n", arguments_model=Args, function=lambda a: {"n": a.n}
+    )
+    script = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(3)]
+    async with SQLiteEventStore(tmp_path / "avo.db") as store:
+        runtime = AgentRuntime(
+            provider=FakeProvider([*script, ModelResponse(content="done")]),
+            tools=[tool],
+            event_store=store,
+        )
+        result = await runtime.run("go")
+        events = await store.get_events(result.run_id)
+        cached = store._core._states[result.run_id]
+    assert result.status.value == "completed"
+    assert cached == RunLogState.from_events(result.run_id, events)

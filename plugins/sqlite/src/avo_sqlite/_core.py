@@ -35,7 +35,7 @@ from avo.exceptions import (
     StorageError,
 )
 from avo.models import Checkpoint, RunRecord, replaced
-from avo.storage.batch import check_batch_shape
+from avo.storage.batch import check_batch_shape, follows
 from avo.storage.leases import Lease
 from avo_sqlite._checkpoints import (
     CheckpointCursor,
@@ -473,7 +473,13 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
             # Validated in place: on any failure _write drops the run's cached state
             # (it is rebuilt from the database, which this call has not touched yet).
             # A staged copy would cost O(run length) per batch (the tool-call sets).
-            stored = [self._stage(state, key, event) for event in events]
+            if key is not None and follows(state, run, events):
+                # the runtime validated these against this very log (ValidatedBatch)
+                for event in events:
+                    state.apply(event)
+                stored = list(events)
+            else:
+                stored = [self._stage(state, key, event) for event in events]
             assert key is not None
             plan = None if checkpoint is None else self._plan(run_id, key, checkpoint)
             insert_events(conn, key, stored)
