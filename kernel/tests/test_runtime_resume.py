@@ -38,7 +38,7 @@ class CrashAfterToolResult(InMemoryEventStore):
     append_batch = None  # type: ignore[assignment]
 
     async def save_checkpoint(self, checkpoint: Any, event: Any) -> Any:
-        events = self._events.get(event.run_id, [])
+        events = await self.get_events(event.run_id) if event.run_id in self._runs else []
         if (
             self.armed
             and events

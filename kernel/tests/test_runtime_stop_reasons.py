@@ -311,7 +311,7 @@ async def test_cancel_during_a_store_write_that_lands(call: Any, echo_tool: Any)
     task = asyncio.create_task(runtime.run("t"))
     for _ in range(200):
         await asyncio.sleep(0)
-        events = [e for run in store._events.values() for e in run]
+        events = [e for run_id in store._runs for e in await store.get_events(run_id)]
         if any(e.payload.get("to_state") == "tool_executing" for e in events):
             break
     task.cancel()
