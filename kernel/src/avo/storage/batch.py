@@ -77,6 +77,7 @@ def follows(log: RunLogState, run: RunRecord, events: Sequence[AgentEvent]) -> b
         and log.created
         and log.run_id == run.run_id
         and events[0].sequence == log.last_sequence + 1
+        and events[-1].sequence == log.last_sequence + len(events)
     )
 
 
