@@ -46,6 +46,7 @@ from avo_sqlite._checkpoints import (
     write_delta,
 )
 from avo_sqlite._codec import key_range
+from avo_sqlite._heads import HeadOps
 from avo_sqlite._leases import LeaseOps
 from avo_sqlite._payloads import insert_events
 from avo_sqlite._reads import ReadOps
@@ -68,7 +69,7 @@ BARRIER_EVENTS: frozenset[EventType] = frozenset(
 or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
 
 
-class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
+class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
     Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
@@ -151,36 +152,6 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
                 "last tool boundary were lost, so this store refuses further use: reopen it"
             )
             raise self._broken from exc
-
-    def _sync_runs(self) -> None:
-        """Write the deferred run records (inside the open transaction)."""
-        if self._pending_runs:
-            for run in self._pending_runs.values():
-                self._update_head(run)
-            self._pending_runs.clear()
-
-    def _update_head(self, run: RunRecord) -> None:
-        """UPDATE a run's row; raises RunNotFoundError if there is none.
-
-        ``created_at`` is written only when it differs from what this store last
-        wrote or read: leaving it out leaves the ``runs_by_created`` index (one
-        page a commit) untouched, and the runtime never changes it.
-        """
-        key = self._keys.get(run.run_id)
-        if key is not None and self._created.get(run.run_id) == run.created_at:
-            cursor = self.conn.execute(
-                "UPDATE runs SET updated_at = ?, state = ?, record = ? WHERE run_key = ?",
-                (*_head_params(run), key),
-            )
-        else:
-            cursor = self.conn.execute(
-                "UPDATE runs SET created_at = ?, updated_at = ?, state = ?, record = ?"
-                " WHERE run_id = ?",
-                (run.created_at.isoformat(), *_head_params(run), run.run_id),
-            )
-        if cursor.rowcount == 0:
-            raise RunNotFoundError(f"run {run.run_id} does not exist", run_id=run.run_id)
-        self._created[run.run_id] = run.created_at
 
     def _abandon(self, action: str, exc: BaseException) -> None:
         """Roll back a transaction a write left half-done (and its buffered writes)."""
@@ -342,22 +313,6 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
         insert_events(self.conn, key, [stored])
         return stored
 
-    def _put_run(self, run: RunRecord, *, insert: bool, defer: bool = False) -> None:
-        if defer:  # the run exists: the event just appended to it validated
-            self._pending_runs[run.run_id] = run
-            return
-        self._pending_runs.pop(run.run_id, None)  # superseded by this write
-        if insert:
-            cursor = self.conn.execute(
-                "INSERT INTO runs (created_at, updated_at, state, record, run_id)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (run.created_at.isoformat(), *_head_params(run), run.run_id),
-            )
-            self._keys[run.run_id] = int(cursor.lastrowid or 0)
-            self._created[run.run_id] = run.created_at
-            return
-        self._update_head(run)
-
     @staticmethod
     def _same_run(run_id: str, event: AgentEvent) -> None:
         if event.run_id != run_id:
@@ -507,8 +462,3 @@ class SQLiteCore(LeaseOps, ReadOps, RetentionOps):
             insert_events(self.conn, key, [first, second])
             self._put_run(run, insert=False)
         return first, second
-
-
-def _head_params(run: RunRecord) -> tuple[str, str, str]:
-    """The columns a run's head changes: ``updated_at``, ``state``, ``record``."""
-    return run.updated_at.isoformat(), run.state.value, run.model_dump_json()
