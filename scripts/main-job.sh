@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's main job: a real `avo run` on the embedded default store (the
 # SQLite file avo.db), driven by examples/avo.toml (a scripted provider calling
-# real tools: no API key needed), then `avo runs inspect` of that run.
+# real tools: no API key needed), then `avo runs inspect` of that run and
+# `avo cost` of the token ledger the run's ledger hook wrote.
 # Needs `avo` with the default plugins installed (scripts/demo.sh does that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,3 +28,7 @@ fi
 echo
 echo "== avo runs inspect $run_id"
 avo runs inspect "$run_id" -d "$DB"
+
+echo
+echo "== avo cost"
+avo cost -d "$DB"
