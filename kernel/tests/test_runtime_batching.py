@@ -195,14 +195,17 @@ async def test_the_in_memory_store_folds_runtime_batches_without_checking_them_t
     call: Any, answer: Any, echo_tool: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The runtime validated each event against a log built from the same events."""
-    import avo.storage.memory as memory
     from avo.events import RunLogState
 
-    def refuse(*args: Any) -> Any:
-        raise AssertionError("a runtime batch that follows the stored log was re-validated")
-
     store = InMemoryEventStore()
-    monkeypatch.setattr(memory, "apply_batch", refuse)
+    accept = RunLogState.accept
+
+    def accept_unless_stored(log: RunLogState, event: AgentEvent) -> None:
+        if log is store._logs.get(log.run_id):
+            raise AssertionError("a runtime batch that follows the stored log was re-validated")
+        accept(log, event)
+
+    monkeypatch.setattr(RunLogState, "accept", accept_unless_stored)
     runtime = AgentRuntime(
         provider=FakeProvider([call(n=1), call(n=2), answer("fin")]),
         tools=[echo_tool],

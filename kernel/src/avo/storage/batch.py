@@ -4,14 +4,23 @@ A store calls :func:`apply_batch` inside its transaction: it checks the batch's
 shape (one run, no terminal event, the checkpoint's event present), validates
 every event in order against the store's log summary (§6) and folds it in, in
 place and in O(batch) — a refused batch leaves the summary as it was. The
-events come back with their sequences.
+events come back with their sequences. A batch the runtime already validated
+against this very log (:class:`ValidatedBatch`, :func:`follows`) is folded in
+without the second check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from avo.events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, RunLogState
+from avo.events import (
+    _TOOL_RESULTS,
+    _TOOL_STARTED,
+    TERMINAL_EVENT_TYPES,
+    AgentEvent,
+    EventType,
+    RunLogState,
+)
 from avo.exceptions import EventInvariantError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
 
@@ -61,7 +70,7 @@ class ValidatedBatch(list[AgentEvent]):
     so when the batch's first sequence directly follows a store's stored log
     (no other writer appended meanwhile), validating the events again against
     that log can only repeat the runtime's answer: a store may then fold them
-    in without re-checking them (the in-memory store does). Any other caller's
+    in without re-checking them (:func:`apply_batch` does). Any other caller's
     list is validated in full.
     """
 
@@ -82,8 +91,6 @@ def follows(log: RunLogState, run: RunRecord, events: Sequence[AgentEvent]) -> b
 
 
 # Enum members bound once: ``EventType.X`` is a slow class-attribute lookup on 3.11.
-_STARTED = EventType.TOOL_STARTED
-_TOOL_RESULTS = frozenset({EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
 _CHECKPOINT = EventType.CHECKPOINT_CREATED
 
 
@@ -100,6 +107,11 @@ def apply_batch(
     events numbered from ``log.last_sequence + 1``. Refuses what
     :func:`check_batch_shape` refuses, with its errors.
     """
+    if follows(log, run, events):
+        # The runtime validated these against this very log: fold them in.
+        for event in events:
+            log.apply(event)
+        return list(events)
     run_id = run.run_id
     if not events or (checkpoint is not None and checkpoint.run_id != run_id):
         check_batch_shape(run, events, checkpoint)  # raises the shape error
@@ -117,8 +129,10 @@ def apply_batch(
                 check_batch_shape(run, [event], None)  # raises the shape error
             sequence += 1
             stored = event if fields["sequence"] == sequence else replaced(event, sequence=sequence)
-            if kind in _TOOL_RESULTS or kind is _STARTED:
-                target = log.started_tool_calls if kind is _STARTED else log.finished_tool_calls
+            if kind in _TOOL_RESULTS or kind is _TOOL_STARTED:
+                target = (
+                    log.started_tool_calls if kind is _TOOL_STARTED else log.finished_tool_calls
+                )
                 call_id = fields["payload"].get("tool_call_id")
                 if isinstance(call_id, str) and call_id not in target:
                     added.append((target, call_id))  # discarded again if refused

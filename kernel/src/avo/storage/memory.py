@@ -11,7 +11,7 @@ from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced, trusted
 from avo.state import is_terminal
-from avo.storage.batch import apply_batch, follows
+from avo.storage.batch import apply_batch
 
 _Row = tuple[str, int, EventType, datetime, dict[str, Any], str | None]
 
@@ -161,15 +161,7 @@ class InMemoryEventStore:
         checkpoint: Checkpoint | None = None,
     ) -> list[AgentEvent]:
         """Append ``events``, replace the head, store ``checkpoint``: all or nothing."""
-        log = self._log(run.run_id)
-        if follows(log, run, events):
-            # The runtime validated this batch against this very log (see ValidatedBatch):
-            # fold it in without checking every event a second time.
-            for event in events:
-                log.apply(event)
-            staged: list[AgentEvent] = events  # type: ignore[assignment]
-        else:
-            staged = apply_batch(log, run, events, checkpoint)
+        staged = apply_batch(self._log(run.run_id), run, events, checkpoint)
         self._events[run.run_id].extend(map(_pack, staged))
         self._runs[run.run_id] = run
         if checkpoint is not None:

@@ -35,7 +35,7 @@ from avo.exceptions import (
     StorageError,
 )
 from avo.models import Checkpoint, RunRecord, replaced
-from avo.storage.batch import check_batch_shape, follows
+from avo.storage.batch import apply_batch, check_batch_shape
 from avo.storage.leases import Lease
 from avo_sqlite._checkpoints import (
     CheckpointCursor,
@@ -425,17 +425,12 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
         with self._write(run_id, "appending a batch of events", barrier=barrier) as conn:
             self._check_lease(run_id, lease)
             state, key = self._log_state(run_id)
-            # Validated in place: on any failure _write drops the run's cached state
-            # (it is rebuilt from the database, which this call has not touched yet).
-            # A staged copy would cost O(run length) per batch (the tool-call sets).
-            if key is not None and follows(state, run, events):
-                # the runtime validated these against this very log (ValidatedBatch)
-                for event in events:
-                    state.apply(event)
-                stored = list(events)
-            else:
-                stored = [self._stage(state, key, event) for event in events]
-            assert key is not None
+            if key is None or not state.created:
+                raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
+            # Validated in place (a runtime ValidatedBatch that follows the cached log is
+            # folded in); on any failure _write drops the run's cached state, rebuilt
+            # from the database, which this call has not touched yet.
+            stored = apply_batch(state, run, events, checkpoint)
             plan = None if checkpoint is None else self._plan(run_id, key, checkpoint)
             insert_events(conn, key, stored)
             if plan is not None:
