@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import inspect
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from avo._deadline import within
 from avo._run_context import _RunContext
 from avo.events import EventType
 from avo.hooks import HookContext, HookEvent
-from avo.models import ToolCall, ToolResult, utc_now
+from avo.models import ToolCall, utc_now
 from avo.runtime_checks import after_observation_checks
 from avo.runtime_persistence import (
     append,
@@ -27,6 +26,7 @@ from avo.runtime_persistence import (
     trigger_policy,
 )
 from avo.state import RunState, StopReason
+from avo.tools import failed_result
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -115,10 +115,10 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
             f"Tool {call.name!r} exceeded the configured timeout of "
             f"{policy.tool_timeout_seconds:g} seconds."
         )
-        result = _failed(call.tool_call_id, call.name, error, started_at, started)
+        result = failed_result(call, error, started_at, started)
     except Exception as exc:
         crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
-        result = _failed(call.tool_call_id, call.name, crashed, started_at, started)
+        result = failed_result(call, crashed, started_at, started)
     await record_tool_result(rt, ctx, result)
     if crashed is not None:
         await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
@@ -136,20 +136,6 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
         )
     await checkpoint(rt, ctx)
     await after_observation_checks(rt, ctx)
-
-
-def _failed(
-    call_id: str, name: str, error: str, started_at: datetime, started: float
-) -> ToolResult:
-    return ToolResult(
-        tool_call_id=call_id,
-        tool_name=name,
-        success=False,
-        error=error,
-        started_at=started_at,
-        finished_at=max(utc_now(), started_at),
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
 
 
 def call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str, Any]:

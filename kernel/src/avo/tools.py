@@ -208,13 +208,13 @@ class ToolRegistry:
         try:
             output = await self.get(call.name).invoke(call.arguments)
         except (ToolNotFoundError, ToolValidationError, ToolExecutionError) as exc:
-            return _failed(call, str(exc), started_at, started)
+            return failed_result(call, str(exc), started_at, started)
         try:
             output = _json_value().validate_python(output)
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem["loc"][1:]) or "the value"
-            return _failed(
+            return failed_result(
                 call,
                 f"Tool {call.name!r} returned output that is not JSON data: {where} is of type "
                 f"{type(problem['input']).__name__}; return dicts with string keys, lists, "
@@ -240,7 +240,8 @@ class ToolRegistry:
         )
 
 
-def _failed(call: ToolCall, error: str, started_at: datetime, started: float) -> ToolResult:
+def failed_result(call: ToolCall, error: str, started_at: datetime, started: float) -> ToolResult:
+    """A failed result of ``call`` that started at ``started_at`` (``started``: perf_counter)."""
     return ToolResult(
         tool_call_id=call.tool_call_id,
         tool_name=call.name,
