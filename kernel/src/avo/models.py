@@ -77,10 +77,10 @@ def _slot_setter(name: str) -> Callable[[Any, Any], None]:
     return cast(Callable[[Any, Any], None], setter)
 
 
-set_model_dict = _slot_setter("__dict__")
-set_fields_set = _slot_setter("__pydantic_fields_set__")
-set_extra = _slot_setter("__pydantic_extra__")
-set_private = _slot_setter("__pydantic_private__")
+_set_dict = _slot_setter("__dict__")
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 _ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 
 
@@ -92,13 +92,13 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     such objects share one fields-set: every field is set, so it never changes.)
     """
     obj = _new(cls)
-    set_model_dict(obj, values)
+    _set_dict(obj, values)
     fields = _ALL_FIELDS.get(cls)
     if fields is None or len(fields) != len(values):
         fields = _ALL_FIELDS[cls] = set(values)
-    set_fields_set(obj, fields)
-    set_extra(obj, None)
-    set_private(obj, None)
+    _set_fields_set(obj, fields)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 

@@ -24,10 +24,6 @@ from avo.models import (
     ToolResult,
     event_id,
     replaced,
-    set_extra,
-    set_fields_set,
-    set_model_dict,
-    set_private,
     trusted,
 )
 from avo.state import (
@@ -65,10 +61,8 @@ def _event(
     # ``redact=False``: the payload is made of kernel values or already redacted.
     if redact and kind not in _KERNEL_ONLY_PAYLOADS:
         payload = rt.redactor.value(payload)
-    # models.trusted(AgentEvent, ...), inlined: the loop makes ~14 events a step.
-    event = _new(AgentEvent)
-    set_model_dict(
-        event,
+    return trusted(
+        AgentEvent,
         {
             "event_id": event_id(),
             "run_id": ctx.run_id,
@@ -79,15 +73,9 @@ def _event(
             "parent_event_id": None,
         },
     )
-    set_fields_set(event, _EVENT_FIELDS)
-    set_extra(event, None)
-    set_private(event, None)
-    return event
 
 
-_new = object.__new__
 _first = operator.itemgetter(0)
-_EVENT_FIELDS = set(AgentEvent.model_fields)
 
 
 def notify_appended(rt: AgentRuntime, event: AgentEvent) -> None:
@@ -209,14 +197,13 @@ def transition(rt: AgentRuntime, ctx: _RunContext, target: RunState) -> None:
     """Move the run to ``target`` (STATE_CHANGED + run head)."""
     source = ctx.run.state
     validate_transition(source, target)
-    event = _event(
+    append_with_run(
         rt,
         ctx,
         EventType.STATE_CHANGED,
         {"from_state": STATE_VALUE[source], "to_state": STATE_VALUE[target]},
+        state=target,
     )
-    ctx.log.accept(event)
-    _advance_head(ctx, event, {"state": target})
 
 
 def provider_snapshot(rt: AgentRuntime) -> dict[str, JsonValue]:
