@@ -82,6 +82,16 @@ class _RunContext:
             snapshot = self.messages_snapshot = list(messages)
         return snapshot
 
+    def completed_ids(self) -> set[str]:
+        """A copy of ``completed_tool_call_ids`` for a checkpoint, shared while unchanged.
+
+        Ids are only ever added, so an equal size means an equal set.
+        """
+        snapshot = self.completed_snapshot
+        if snapshot is None or len(snapshot) != len(self.completed_tool_call_ids):
+            snapshot = self.completed_snapshot = set(self.completed_tool_call_ids)
+        return snapshot
+
     @property
     def state(self) -> RunState:
         """The run's current state."""

@@ -234,10 +234,6 @@ def restore_provider(rt: AgentRuntime, run_id: str, state: dict[str, JsonValue])
 def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
     """A full checkpoint of ``ctx`` (built from validated values, not re-validated)."""
     detector = ctx.detector
-    completed = ctx.completed_snapshot
-    if completed is None or len(completed) != len(ctx.completed_tool_call_ids):
-        # Ids are only ever added, so an equal size means an equal set: share the copy.
-        completed = ctx.completed_snapshot = set(ctx.completed_tool_call_ids)
     return trusted(
         Checkpoint,
         {
@@ -254,7 +250,7 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
             "observation_fingerprints": list(detector.observation_history),
             "model_response_fingerprints": list(detector.model_history),
             "progress_markers": list(detector.progress_markers),
-            "completed_tool_call_ids": completed,
+            "completed_tool_call_ids": ctx.completed_ids(),
             "user_state": dict(ctx.run.user_state),
             "policy": ctx.policy_json,
             "provider_metadata": provider_snapshot(rt),
