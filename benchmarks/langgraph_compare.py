@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import os
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -120,15 +118,7 @@ def _langgraph_loop(n: int, checkpointer: Any, *, chat_model: bool = True) -> Ro
     messages = result["messages"]
     assert len(messages) == 2 * n + 2 and messages[-1].content == "done", messages[-3:]
     assert messages[-2].content == f'{{"n": {n - 1}}}', messages[-2]
-    steps = n + 1
-    deltas = [b - a for a, b in itertools.pairwise(marks)]
-    tenth = max(1, len(deltas) // 10)
-    return {
-        "wall_us": wall / steps * 1e6,
-        "cpu_us": cpu / steps * 1e6,
-        "early_us": statistics.median(deltas[:tenth]) * 1e6,
-        "late_us": statistics.median(deltas[-tenth:]) * 1e6,
-    }
+    return store_growth.step_row(marks, wall, cpu, n + 1)
 
 
 def _langgraph_memory(n: int, *, chat_model: bool = True) -> Row:

@@ -127,8 +127,12 @@ async def _loop(store: Any, n: int) -> dict[str, float]:
     result = await runtime.run("benchmark")
     cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
     assert result.status.value == "completed", result
-    steps = n + 1
-    marks = store.marks[2::2]
+    return step_row(store.marks[2::2], wall, cpu, n + 1)
+
+
+def step_row(marks: list[float], wall: float, cpu: float, steps: int) -> dict[str, float]:
+    """Per-step wall and CPU time of a run, and the median step of its first and last tenth
+    (``marks``: one time per loop step)."""
     deltas = [b - a for a, b in itertools.pairwise(marks)]
     tenth = max(1, len(deltas) // 10)
     return {
