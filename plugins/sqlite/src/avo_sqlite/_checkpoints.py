@@ -84,7 +84,7 @@ def _shift(old: list[Any], new: list[Any]) -> int | None:
     None when ``new`` is not ``old`` minus a prefix plus a suffix.
     """
     size = len(old)
-    if new is old or new[:size] == old:  # one object: the runtime shares an unchanged copy
+    if new[:size] == old:
         return 0
     if not new:
         return None
@@ -107,9 +107,7 @@ def _save_lineage(
     if name == SET_FIELD:
         members: set[str] = value
         added: set[str] | None = None
-        if old is not None and old.members is members:  # the runtime shares an unchanged set
-            added = set()
-        elif old is not None and old.members is not None and len(members) >= len(old.members):
+        if old is not None and old.members is not None and len(members) >= len(old.members):
             added = members - old.members
             # |added| == |new| - |old| exactly when every old id is still there (one pass)
             if len(added) != len(members) - len(old.members):
