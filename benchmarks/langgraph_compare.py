@@ -118,7 +118,7 @@ def _langgraph_loop(n: int, checkpointer: Any, *, chat_model: bool = True) -> Ro
     messages = result["messages"]
     assert len(messages) == 2 * n + 2 and messages[-1].content == "done", messages[-3:]
     assert messages[-2].content == f'{{"n": {n - 1}}}', messages[-2]
-    return store_growth.step_row(marks, wall, cpu, n + 1)
+    return kernel_loop.step_row(marks, wall, cpu, n + 1)
 
 
 def _langgraph_memory(n: int, *, chat_model: bool = True) -> Row:
@@ -140,13 +140,7 @@ def _langgraph_sqlite(directory: Path, n: int, synchronous: str | None) -> Row:
 
 
 def _avo_memory(n: int) -> Row:
-    r = asyncio.run(kernel_loop._one(n))
-    return {
-        "wall_us": r["per_step_us"],
-        "cpu_us": r["cpu_step_us"],
-        "early_us": r["early_us"],
-        "late_us": r["late_us"],
-    }
+    return asyncio.run(kernel_loop._one(n))
 
 
 def _avo_sqlite(directory: Path, n: int) -> Row:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import os
 import sqlite3
 import statistics
@@ -35,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kernel_loop  # benchmarks/ is on sys.path (this script's folder)
 from pydantic import BaseModel
 
 from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
@@ -127,20 +127,7 @@ async def _loop(store: Any, n: int) -> dict[str, float]:
     result = await runtime.run("benchmark")
     cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
     assert result.status.value == "completed", result
-    return step_row(store.marks[2::2], wall, cpu, n + 1)
-
-
-def step_row(marks: list[float], wall: float, cpu: float, steps: int) -> dict[str, float]:
-    """Per-step wall and CPU time of a run, and the median step of its first and last tenth
-    (``marks``: one time per loop step)."""
-    deltas = [b - a for a, b in itertools.pairwise(marks)]
-    tenth = max(1, len(deltas) // 10)
-    return {
-        "wall_us": wall / steps * 1e6,
-        "cpu_us": cpu / steps * 1e6,
-        "early_us": statistics.median(deltas[:tenth]) * 1e6,
-        "late_us": statistics.median(deltas[-tenth:]) * 1e6,
-    }
+    return kernel_loop.step_row(store.marks[2::2], wall, cpu, n + 1)
 
 
 async def _sqlite_run(directory: Path, n: int) -> dict[str, float]:
