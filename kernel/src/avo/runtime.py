@@ -50,6 +50,7 @@ from avo.runtime_persistence import (
     tool_call_message,
     transition,
 )
+from avo.runtime_tools import always_approve
 from avo.state import RunState, StopReason, is_terminal
 from avo.storage.base import EventStore
 from avo.storage.memory import InMemoryEventStore
@@ -65,10 +66,6 @@ logger = logging.getLogger("avo.runtime")
 
 
 _utc_now_fast: Clock = functools.partial(datetime.now, UTC)
-
-
-def _always_approve(call: ToolCall) -> bool:
-    return True
 
 
 class AgentRuntime:
@@ -99,8 +96,7 @@ class AgentRuntime:
         self.event_store: EventStore = event_store or InMemoryEventStore()
         # The default clock as a C-level callable: the loop reads it ~20 times a step.
         self.clock: Clock = _utc_now_fast if clock is utc_now else clock
-        self._approval_callback: ApprovalCallback = approval_callback or _always_approve
-        self._default_approval: ApprovalCallback = _always_approve
+        self._approval_callback: ApprovalCallback = approval_callback or always_approve
         self.memory = memory
         self.hooks = hooks
         self.stream_callback = stream_callback

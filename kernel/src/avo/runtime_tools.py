@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
 
 
+def always_approve(call: ToolCall) -> bool:
+    """The default approval callback: approve every call (the handler skips flushing for it)."""
+    return True
+
+
 async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Always request approval (there is no bypass path)."""
     call = pending_call(ctx)
@@ -73,7 +78,7 @@ async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str
 async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     """PRE_TOOL_USE hooks first, then the approval callback (the one approval seam)."""
     call = pending_call(ctx)
-    if rt.hooks is not None or rt._approval_callback is not rt._default_approval:
+    if rt.hooks is not None or rt._approval_callback is not always_approve:
         await flush(rt, ctx)  # an outside party decides: let it see the request
     if rt.hooks is not None:
         decision = await rt.hooks.fire(
@@ -167,6 +172,7 @@ def pending_call(ctx: _RunContext) -> ToolCall:
 
 
 __all__ = [
+    "always_approve",
     "call_payload",
     "handle_approval_pending",
     "handle_tool_executing",
