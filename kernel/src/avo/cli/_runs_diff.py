@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +35,20 @@ class RunFacts:
     fields: dict[str, Any]
     states: list[str]
     tool_calls: list[ToolCallFacts]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (:meth:`from_dict` reads it back)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunFacts:
+        """Facts saved with :meth:`to_dict` (e.g. in a report from another machine)."""
+        return cls(
+            run_id=str(data["run_id"]),
+            fields=dict(data["fields"]),
+            states=[str(state) for state in data["states"]],
+            tool_calls=[ToolCallFacts(**call) for call in data["tool_calls"]],
+        )
 
 
 @dataclass(frozen=True)
@@ -202,9 +217,8 @@ async def run_facts(store: Any, run_id: str) -> RunFacts:
     return RunFacts(run_id, fields, states, [ToolCallFacts(**call) for call in calls.values()])
 
 
-async def diff_runs(store: Any, run_a: str, run_b: str) -> RunDiff:
-    """The structural diff of two stored runs."""
-    a, b = await run_facts(store, run_a), await run_facts(store, run_b)
+def diff_facts(a: RunFacts, b: RunFacts) -> RunDiff:
+    """The structural diff of two runs' facts (which may come from two stores)."""
     return RunDiff(
         a=a,
         b=b,
@@ -214,4 +228,9 @@ async def diff_runs(store: Any, run_a: str, run_b: str) -> RunDiff:
     )
 
 
-__all__ = ["RunDiff", "RunFacts", "ToolCallFacts", "diff_runs", "run_facts"]
+async def diff_runs(store: Any, run_a: str, run_b: str) -> RunDiff:
+    """The structural diff of two stored runs."""
+    return diff_facts(await run_facts(store, run_a), await run_facts(store, run_b))
+
+
+__all__ = ["RunDiff", "RunFacts", "ToolCallFacts", "diff_facts", "diff_runs", "run_facts"]
