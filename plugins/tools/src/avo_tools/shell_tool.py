@@ -4,13 +4,17 @@
 workspace_dir, env=None, timeout_seconds=None)`` returning an object with
 ``exit_code``, ``stdout``, ``stderr``, ``duration_ms``) — the docker and
 bubblewrap executors of ``avo-sandbox`` both fit. With none bound the tools
-raise :class:`~avo_tools.errors.SandboxNotBoundError`.
+raise :class:`~avo_tools.errors.SandboxNotBoundError`. ``test_runner`` first
+forgets the workspace's cached bytecode (see :func:`forget_workspace_bytecode`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import shlex
+import stat
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -86,11 +90,57 @@ async def _lint(args: LintArguments) -> dict[str, object]:
 _SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)")
 
 
+# Directories whose bytecode is not the workspace's own code (environments, VCS, tools).
+_BYTECODE_SKIP = frozenset({".git", ".hg", ".venv", "venv", "node_modules", ".nox", ".tox"})
+
+
+def forget_workspace_bytecode(workspace: Workspace) -> int:
+    """Delete the cached bytecode of the workspace's own sources; return how many files.
+
+    CPython (and pytest's assertion rewriter) trust a ``__pycache__`` file while
+    the source's size and mtime *in whole seconds* are unchanged, so an edit
+    that keeps the size within the same second runs the old code. An agent
+    edits and re-runs tests within a second all the time, so the test runner
+    starts from sources only (and runs with ``-B``, writing none). Only
+    ``*.pyc`` files next to an existing ``.py`` source are removed; virtual
+    environments (a ``pyvenv.cfg``) and tool directories are left alone, and
+    no symlink is followed.
+    """
+    removed = 0
+    for _, dirnames, filenames, dir_fd in os.fwalk(workspace.root, follow_symlinks=False):
+        if "pyvenv.cfg" in filenames:
+            dirnames[:] = []
+            continue
+        dirnames[:] = [d for d in dirnames if d not in _BYTECODE_SKIP]
+        if "__pycache__" not in dirnames:
+            continue
+        sources = {name[:-3] for name in filenames if name.endswith(".py")}
+        try:
+            flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0)
+            cache_fd = os.open("__pycache__", flags, dir_fd=dir_fd)
+        except OSError:
+            continue
+        try:
+            for name in os.listdir(cache_fd):
+                if not name.endswith(".pyc") or name.split(".", 1)[0] not in sources:
+                    continue
+                try:
+                    if stat.S_ISREG(os.stat(name, dir_fd=cache_fd, follow_symlinks=False).st_mode):
+                        os.unlink(name, dir_fd=cache_fd)
+                        removed += 1
+                except OSError:
+                    continue
+        finally:
+            os.close(cache_fd)
+    return removed
+
+
 async def _test_runner(args: TestRunnerArguments) -> dict[str, object]:
     workspace = current_workspace("test_runner")
     target = _target(workspace, args.target)
+    await asyncio.to_thread(forget_workspace_bytecode, workspace)
     command = (
-        "python3 -m pytest -q --no-header -p no:cacheprovider "
+        "python3 -B -m pytest -q --no-header -p no:cacheprovider "
         f"--maxfail={args.max_failures} {target}"
     )
     _, result = await _sandboxed("test_runner", command)
@@ -165,6 +215,7 @@ __all__ = [
     "TestRunnerArguments",
     "bind_sandbox",
     "current_sandbox",
+    "forget_workspace_bytecode",
     "lint_tool",
     "run_shell_tool",
     "test_runner_tool",

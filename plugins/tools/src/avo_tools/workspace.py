@@ -253,16 +253,25 @@ class Workspace:
         return resolved
 
     def iter_files(self, start: Path) -> Iterator[Path]:
-        """Regular files under ``start`` (validated), never following symlinks."""
+        """Regular files under ``start`` (validated), never following symlinks.
+
+        The walk holds a descriptor of each directory it lists (``os.fwalk``) and
+        enters a subdirectory only if what it opens is the directory it listed,
+        so a directory swapped for a symlink mid-walk is skipped instead of
+        leading the walk (and the names it reports) out of the workspace.
+        """
         if _is_regular(start):
             yield start
             return
-        for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(start, follow_symlinks=False):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
             for name in sorted(filenames):
-                path = Path(dirpath) / name
-                if _is_regular(path):
-                    yield path
+                try:
+                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    yield Path(dirpath) / name
 
 
 def _is_regular(path: Path) -> bool:
