@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from avo import AgentRuntime, EventType, FakeProvider, FunctionTool, RunState
 from avo.events import AgentEvent
-from avo.exceptions import EventInvariantError, StorageError
+from avo.exceptions import EventInvariantError, StaleWriteError, StorageError
 from avo.models import replaced
 from avo.storage.memory import InMemoryEventStore
 
@@ -229,8 +229,11 @@ async def test_a_validated_batch_that_does_not_follow_the_log_is_checked_in_full
     assert run is not None
     stale = event(run_id, EventType.TOOL_COMPLETED, tool_call_id="never-started")
     stale = replaced(stale, sequence=2)  # numbered from an older view of the log
-    with pytest.raises(EventInvariantError, match="without tool_started"):
+    with pytest.raises(StaleWriteError, match="another writer appended"):
         await store.append_batch(run, ValidatedBatch([stale]))
+    unnumbered = event(run_id, EventType.TOOL_COMPLETED, tool_call_id="never-started")
+    with pytest.raises(EventInvariantError, match="without tool_started"):
+        await store.append_batch(run, ValidatedBatch([unnumbered]))
     before = len(await store.get_events(run_id))
     fresh = event(run_id, EventType.TOOL_COMPLETED, tool_call_id="never-started")
     with pytest.raises(EventInvariantError, match="without tool_started"):  # a plain list

@@ -15,6 +15,7 @@
     ├── ToolAlreadyCompletedError
     ├── StorageError
     │   ├── EventInvariantError
+    │   │   └── StaleWriteError     (a batch built from an out-of-date view of the run)
     │   └── LeaseError              (another writer holds the run)
     ├── ProviderError(message, *, retryable=True)
     │   └── FakeProviderExhaustedError   (retryable=False)
@@ -136,6 +137,13 @@ class EventInvariantError(StorageError):
         self.run_id = run_id
 
 
+class StaleWriteError(EventInvariantError):
+    """A batch numbered from an out-of-date view of the run: another writer appended since.
+
+    Refused inside the store's write, before anything of the batch is stored.
+    """
+
+
 class LeaseError(StorageError):
     """Another writer holds the run's lease (or this writer's lease was fenced off)."""
 
@@ -210,6 +218,7 @@ __all__ = [
     "RunNotFoundError",
     "SandboxError",
     "SkillError",
+    "StaleWriteError",
     "StorageError",
     "ToolAlreadyCompletedError",
     "ToolExecutionError",

@@ -90,8 +90,11 @@ class BatchEventStore(Protocol):
       none of the batch and leaves the head unchanged (the runtime's own
       batches come as ``avo.storage.batch.ValidatedBatch``, already validated:
       see ``avo.storage.batch.follows`` for when a store may rely on that);
-    - sequences are assigned per run, ascending and gapless (the runtime
-      pre-numbers them; a store returns them as given when they fit);
+    - sequences are assigned per run, ascending and gapless: events with
+      sequence 0 are numbered by the store; pre-numbered events (the
+      runtime's) are returned as given when they fit, and a batch numbered
+      for other slots is refused with ``StaleWriteError`` before anything is
+      stored (it was built from an out-of-date view: another writer appended);
     - the run head is replaced by ``run``;
     - ``checkpoint``, when given, is stored in the same transaction, and the
       batch must hold its CHECKPOINT_CREATED event (``payload.checkpoint_id``);

@@ -21,7 +21,7 @@ from avo.events import (
     EventType,
     RunLogState,
 )
-from avo.exceptions import EventInvariantError, StorageError
+from avo.exceptions import EventInvariantError, StaleWriteError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
 
 
@@ -90,6 +90,18 @@ def follows(log: RunLogState, run: RunRecord, events: Sequence[AgentEvent]) -> b
     )
 
 
+def stale_batch(run_id: str, numbered: int, slot: int) -> StaleWriteError:
+    """The refusal of a batch whose event was numbered ``numbered`` for log slot ``slot``."""
+    return StaleWriteError(
+        f"run {run_id}: this batch was numbered from an out-of-date view of the run (an event "
+        f"numbered {numbered} would be stored as {slot}): another writer appended to this run "
+        "since this writer read it, so nothing of the batch was stored. Drive a run from one "
+        "runtime at a time (take a lease: store.acquire_lease / store.fenced), then re-read "
+        "the run",
+        run_id=run_id,
+    )
+
+
 # Enum members bound once: ``EventType.X`` is a slow class-attribute lookup on 3.11.
 _CHECKPOINT = EventType.CHECKPOINT_CREATED
 
@@ -105,7 +117,10 @@ def apply_batch(
     All or nothing, in O(batch): nothing is copied, and if anything is refused
     the log is put back as it was before the error propagates. Returns the
     events numbered from ``log.last_sequence + 1``. Refuses what
-    :func:`check_batch_shape` refuses, with its errors.
+    :func:`check_batch_shape` refuses, with its errors, and a batch whose
+    events were numbered by the caller (a sequence other than 0) for other
+    slots than those, with :class:`~avo.exceptions.StaleWriteError`: such a
+    batch was built from an out-of-date view of the run.
     """
     if follows(log, run, events):
         # The runtime validated these against this very log: fold them in.
@@ -128,7 +143,13 @@ def apply_batch(
             if fields["run_id"] != run_id or kind in TERMINAL_EVENT_TYPES:
                 check_batch_shape(run, [event], None)  # raises the shape error
             sequence += 1
-            stored = event if fields["sequence"] == sequence else replaced(event, sequence=sequence)
+            numbered = fields["sequence"]
+            if numbered != sequence:
+                if numbered:
+                    raise stale_batch(run_id, numbered, sequence)
+                stored = replaced(event, sequence=sequence)
+            else:
+                stored = event
             if kind in _TOOL_RESULTS or kind is _TOOL_STARTED:
                 target = (
                     log.started_tool_calls if kind is _TOOL_STARTED else log.finished_tool_calls
@@ -150,4 +171,4 @@ def apply_batch(
     return staged
 
 
-__all__ = ["ValidatedBatch", "apply_batch", "check_batch_shape", "follows"]
+__all__ = ["ValidatedBatch", "apply_batch", "check_batch_shape", "follows", "stale_batch"]

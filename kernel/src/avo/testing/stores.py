@@ -52,6 +52,7 @@ from avo.models import Checkpoint, new_id
 from avo.state import RunState, StopReason
 from avo.storage.base import EventStore
 from avo.testing.store_batches import BatchConformance
+from avo.testing.store_hazards import HazardConformance
 from avo.testing.store_values import (
     T0,
     checkpoint,
@@ -84,7 +85,7 @@ def _require(store: Any, *names: str) -> None:
 # ---------------------------------------------------------------- the suite
 
 
-class EventStoreConformance(BatchConformance):
+class EventStoreConformance(BatchConformance, HazardConformance):
     """The behaviour every EventStore must show. Subclass and implement make_store."""
 
     shares_location: ClassVar[bool] = True

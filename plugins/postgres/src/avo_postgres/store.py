@@ -42,7 +42,7 @@ from avo.events import (
 )
 from avo.exceptions import EventInvariantError, LeaseError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced
-from avo.storage.batch import check_batch_shape
+from avo.storage.batch import check_batch_shape, stale_batch
 from avo.storage.leases import Lease
 from avo_postgres import leases
 from avo_postgres.checkpoints import (
@@ -365,7 +365,7 @@ class PostgresEventStore(StoreReads):
         batch = list(events)
         check_batch_shape(run, batch, checkpoint)
         action = f"appending a batch of {len(batch)} events"
-        staged = await self._write(run.run_id, batch, run, checkpoint, lease, action)
+        staged = await self._write(run.run_id, batch, run, checkpoint, lease, action, numbered=True)
         return staged.events
 
     async def _update_run(self, run: RunRecord, *, lease: Lease | None) -> RunRecord:
@@ -388,8 +388,13 @@ class PostgresEventStore(StoreReads):
         checkpoint: Checkpoint | None,
         lease: Lease | None,
         action: str,
+        *,
+        numbered: bool = False,
     ) -> _Staged:
-        """Validate and write, retrying on a lost compare-and-set (see avo_postgres.writes)."""
+        """Validate and write, retrying on a lost compare-and-set (see avo_postgres.writes).
+
+        ``numbered``: ``events`` is a batch whose pre-numbered sequences must fit.
+        """
         if run is not None and run.run_id != run_id:
             raise StorageError(f"run record {run.run_id} does not match run {run_id}")
         # Writers of one run in this instance take turns (they would only make each
@@ -405,7 +410,7 @@ class PostgresEventStore(StoreReads):
                     head = await load_head(conn, run_id, lease)
                 head.freeze()
                 try:
-                    staged = await self._stage(conn, head, events, checkpoint)
+                    staged = await self._stage(conn, head, events, checkpoint, numbered)
                 except EventInvariantError:
                     if cached:  # maybe only stale: validate against the database
                         continue
@@ -434,16 +439,27 @@ class PostgresEventStore(StoreReads):
         )
 
     async def _stage(
-        self, conn: Any, head: Head, events: list[AgentEvent], checkpoint: Checkpoint | None
+        self,
+        conn: Any,
+        head: Head,
+        events: list[AgentEvent],
+        checkpoint: Checkpoint | None,
+        numbered: bool,
     ) -> _Staged:
-        """Validate ``events`` against ``head`` (applying them to it) and plan the checkpoint."""
+        """Validate ``events`` against ``head`` (applying them to it) and plan the checkpoint.
+
+        ``numbered``: a batch, whose caller-given sequences must fit (StaleWriteError).
+        """
         staged = _Staged()
         log = head.log
         for event in events:
             await learn_tool_call(conn, head, event)
-            validate_event_append(log, event)
             sequence = log.last_sequence + 1
-            # The runtime pre-numbers its events: keep the object when the number fits.
+            # The runtime pre-numbers its events: keep the object when the number fits, and
+            # refuse a batch numbered for other slots (built from an out-of-date view).
+            if numbered and event.sequence and event.sequence != sequence:
+                raise stale_batch(log.run_id, event.sequence, sequence)
+            validate_event_append(log, event)
             stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
             log.apply(stored)
             if stored.event_type is EventType.TOOL_STARTED:

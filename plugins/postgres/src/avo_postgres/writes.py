@@ -39,6 +39,7 @@ from avo.exceptions import LeaseError, RunNotFoundError, StorageError
 from avo.models import RunRecord
 from avo.state import RunState
 from avo.storage.leases import Lease
+from avo.storage.text import escape_surrogates, record_json
 from avo_postgres.checkpoints import CheckpointRows, dumps
 
 HEAD_SQL = (
@@ -58,12 +59,15 @@ _TOOL_EVENTS = frozenset({EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, Even
 def tool_call_key(event: AgentEvent) -> str | None:
     """The ``tool_call_id`` column of a tool event (None for other events).
 
-    PostgreSQL text cannot hold NUL, so one is stored escaped.
+    PostgreSQL text cannot hold NUL or a lone surrogate, so they are stored escaped
+    (it is a lookup key: the payload keeps the exact id).
     """
     if event.event_type not in _TOOL_EVENTS:
         return None
     call_id = event.payload.get("tool_call_id")
-    return call_id.replace("\x00", "\\u0000") if isinstance(call_id, str) else None
+    if not isinstance(call_id, str):
+        return None
+    return escape_surrogates(call_id).replace("\x00", "\\u0000")
 
 
 @dataclass
@@ -192,7 +196,7 @@ def build_write(
         sets += [
             f"state = {p(run.state.value)}",
             f"updated_at = {p(run.updated_at)}",
-            f"record = {p(run.model_dump_json())}::json",
+            f"record = {p(record_json(run))}::json",
         ]
     where = [f"run_id = {run_id}"]
     if lease is None:  # unfenced: nobody may hold a live lease
@@ -264,7 +268,7 @@ async def insert_run(conn: Any, run: RunRecord, created: AgentEvent, lease: Leas
         run.state.value,
         run.created_at,
         run.updated_at,
-        run.model_dump_json(),
+        record_json(run),
         RunState.CREATED.value,
     )
     if not inserted:

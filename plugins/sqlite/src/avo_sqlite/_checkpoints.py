@@ -33,7 +33,17 @@ from typing import Any
 
 from avo.exceptions import StorageError
 from avo.models import Checkpoint
-from avo_sqlite._codec import decode_id, dumps, encode_id, from_us, key_range, row_key, to_us
+from avo.storage.text import is_utf8
+from avo_sqlite._codec import (
+    checked_text,
+    decode_id,
+    dumps,
+    encode_id,
+    from_us,
+    key_range,
+    row_key,
+    to_us,
+)
 
 LIST_FIELDS: tuple[str, ...] = (
     "messages",
@@ -163,7 +173,8 @@ def _save_parts(
             out.parts[(name, key)] = old
             continue
         text = dumps(item)
-        if len(text) <= _INLINE_LIMIT:
+        # a key SQLite cannot hold as text (a lone surrogate) stays inline, in JSON
+        if len(text) <= _INLINE_LIMIT or not is_utf8(key):
             encoded[key] = ["i", item]
         else:
             rows.append((run_key, name + _SEP + key, position, 0, text))
@@ -216,7 +227,7 @@ def plan_delta(
     }
     head_row = (
         row_key(run_key, position),
-        encode_id(checkpoint.checkpoint_id),
+        _checkpoint_id(checkpoint),
         to_us(checkpoint.created_at),
         dumps(head),
     )
@@ -226,6 +237,13 @@ def plan_delta(
     items = [(first + offset, *row) for offset, row in enumerate(rows)]
     out.next_item = next_item + len(rows)
     return DeltaPlan(items=items, head=head_row, cursor=out)
+
+
+def _checkpoint_id(checkpoint: Checkpoint) -> bytearray | str:
+    stored = encode_id(checkpoint.checkpoint_id)
+    if type(stored) is str:  # not a canonical UUID: bound as text
+        return checked_text(stored, "checkpoint id", checkpoint.run_id)
+    return stored
 
 
 def write_delta(conn: sqlite3.Connection, plan: DeltaPlan) -> CheckpointCursor:

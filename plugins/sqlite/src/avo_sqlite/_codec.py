@@ -10,6 +10,8 @@ from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-
 from typing import Any
 
 from avo.events import EventType
+from avo.exceptions import StorageError
+from avo.storage.text import is_utf8
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SEQUENCE_BITS = 32
@@ -26,14 +28,32 @@ _encode: Callable[[Any, int], list[str]] | None = (
     else c_make_encoder(None, _not_json, encode_basestring, None, ":", ",", False, False, True)
 )
 _slow_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_ascii_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def dumps(value: Any) -> str:
     """Compact JSON used for every stored value (``json.dumps`` with compact separators and
-    ``ensure_ascii=False``, through one C encoder built once instead of one per call)."""
-    if _encode is None:  # no C accelerator
-        return _slow_dumps(value)
-    return "".join(_encode(value, 0))
+    ``ensure_ascii=False``, through one C encoder built once instead of one per call).
+
+    Text UTF-8 cannot encode (lone surrogates, which ``os.fsdecode`` makes of
+    undecodable file-name bytes) is written as JSON ``\\uXXXX`` escapes instead,
+    which :func:`json.loads` turns back into the same string: lossless.
+    """
+    text = _slow_dumps(value) if _encode is None else "".join(_encode(value, 0))
+    if is_utf8(text):
+        return text
+    return _ascii_dumps(value)
+
+
+def checked_text(text: str, what: str, run_id: str) -> str:
+    """``text`` unchanged, or a StorageError when SQLite could not store it (a lone surrogate)."""
+    if is_utf8(text):
+        return text
+    raise StorageError(
+        f"run {run_id!r}: {what} {text!r} holds text that is not valid Unicode (a lone "
+        "surrogate, as os.fsdecode makes of undecodable bytes); nothing was stored. Use "
+        "valid text (decode such bytes with errors='replace', or escape them)"
+    )
 
 
 def to_us(moment: datetime) -> int:

@@ -127,7 +127,13 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
         self._cursors.pop(run_id, None)
         self._fresh.discard(run_id)
 
-    def _error(self, action: str, exc: sqlite3.Error) -> StorageError:
+    def _error(self, action: str, exc: sqlite3.Error | UnicodeEncodeError) -> StorageError:
+        if isinstance(exc, UnicodeEncodeError):  # text sqlite3 cannot bind (a lone surrogate)
+            return StorageError(
+                f"cannot store text that is not valid Unicode while {action} in {self.path} "
+                f"({exc}); nothing of this write was stored. Use valid text (a lone surrogate "
+                "comes from os.fsdecode of undecodable bytes)"
+            )
         return StorageError(f"SQLite error while {action} in {self.path}: {exc}")
 
     def flush(self) -> None:
@@ -248,7 +254,7 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
                 self.flush()
             elif conn.total_changes != changes:
                 self._abandon(action, exc)
-            if isinstance(exc, sqlite3.Error):
+            if isinstance(exc, sqlite3.Error | UnicodeEncodeError):
                 raise self._error(action, exc) from exc
             raise
         pending = self.pending_since

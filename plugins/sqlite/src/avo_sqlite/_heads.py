@@ -11,6 +11,7 @@ from datetime import datetime
 
 from avo.exceptions import RunNotFoundError
 from avo.models import RunRecord
+from avo.storage.text import record_json
 
 
 class HeadOps:
@@ -70,7 +71,7 @@ class HeadOps:
 
 def head_params(run: RunRecord) -> tuple[str, str, str]:
     """The columns a run's head changes: ``updated_at``, ``state``, ``record``."""
-    return run.updated_at.isoformat(), run.state.value, run.model_dump_json()
+    return run.updated_at.isoformat(), run.state.value, record_json(run)
 
 
 __all__ = ["HeadOps", "head_params"]

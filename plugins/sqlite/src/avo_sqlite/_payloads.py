@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from avo.events import AgentEvent, EventType
-from avo_sqlite._codec import SEQUENCE_BITS, dumps, encode_id, encode_type, to_us
+from avo_sqlite._codec import SEQUENCE_BITS, checked_text, dumps, encode_id, encode_type, to_us
 
 # Stable codes (part of the file format): append new states, never reorder.
 _STATES = [
@@ -179,9 +179,12 @@ EventRow = tuple[int, bytearray | str, int | str, int, str]
 
 def event_row(run_key: int, event: AgentEvent) -> EventRow:
     """The ``events`` row of a numbered event, without its parent (see :func:`insert_events`)."""
+    event_id = encode_id(event.event_id)
+    if type(event_id) is str:  # not a canonical UUID: bound as text
+        event_id = checked_text(event_id, "event id", event.run_id)
     return (
         (run_key << SEQUENCE_BITS) | event.sequence,
-        encode_id(event.event_id),
+        event_id,
         encode_type(event.event_type),
         to_us(event.created_at),
         encode_payload(event.event_type, event.payload, event.run_id),
@@ -194,7 +197,12 @@ def insert_events(conn: sqlite3.Connection, run_key: int, events: list[AgentEven
     if all(event.parent_event_id is None for event in events):
         conn.executemany(_INSERT_ROOT_EVENT, rows)
         return
+    parents = [
+        None
+        if event.parent_event_id is None
+        else checked_text(event.parent_event_id, "parent event id", event.run_id)
+        for event in events
+    ]
     conn.executemany(
-        INSERT_EVENT,
-        [(*row, event.parent_event_id) for row, event in zip(rows, events, strict=True)],
+        INSERT_EVENT, [(*row, parent) for row, parent in zip(rows, parents, strict=True)]
     )

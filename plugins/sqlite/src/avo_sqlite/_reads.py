@@ -135,6 +135,11 @@ class _ReadGuard:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if isinstance(exc, sqlite3.Error):
             raise StorageError(f"SQLite error while {self.action} in {self.path}: {exc}") from exc
+        if isinstance(exc, UnicodeEncodeError):  # a looked-up id holds a lone surrogate
+            raise StorageError(
+                f"cannot look up text that is not valid Unicode while {self.action} in "
+                f"{self.path} ({exc}); no avo id holds such text"
+            ) from exc
         if isinstance(exc, ValueError | KeyError | TypeError):  # incl. pydantic/JSON errors
             raise StorageError(
                 f"stored data in {self.path} cannot be read while {self.action} "
