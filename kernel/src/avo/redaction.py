@@ -12,6 +12,16 @@ A secret is any of:
 
 Everything here is pure and cheap; :class:`Redactor` precompiles the known
 values so it can be called on every log line.
+
+Order matters: **redact, then shorten.** A key cut in half no longer matches
+its value or its shape, so a message must be redacted whole before it is cut
+(:meth:`Redactor.brief`); :func:`shorten` also prefers to cut before a
+partial token rather than inside one.
+
+What the *model* writes (its answer, a tool call's arguments, the text it
+streams) is masked for **known** secret values only (:meth:`Redactor.known`,
+:class:`StreamRedactor`): exact values are safe to replace, while masking by
+shape would rewrite ordinary code such as ``token = load_token()``.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 MASK = "***"
@@ -63,6 +73,33 @@ _MARKER_SCAN = re.compile(
     r"(?=[abgprstx])(?:bearer|authorization|[srp]k-|g(?:sk|h[pous]|ithub_pat)_|xox[bp]_|"
     r"aiza|api[_\-]?key|token|secret|password)"
 )
+
+
+ELLIPSIS = "\u2026"
+"""What :func:`shorten` appends to a text it cut."""
+
+_TRAILING_TOKEN = re.compile(r"[A-Za-z0-9_\-.~+/=]+$")
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-.~+/=]")
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters (ending in an ellipsis when cut).
+
+    The cut prefers a token boundary: a key-like run of characters that the
+    limit would split is dropped whole rather than leaving its first
+    characters behind (a single token longer than the limit is cut hard).
+    Redact *before* calling this (see :meth:`Redactor.brief`).
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if _TOKEN_CHAR.match(text[limit - 1]):
+        whole = _TRAILING_TOKEN.sub("", cut).rstrip()
+        if whole:
+            cut = whole
+    return cut + ELLIPSIS
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -128,6 +165,38 @@ class Redactor:
         for pattern, replacement in _TEXT_PATTERNS:
             text = pattern.sub(replacement, text)
         return text
+
+    def brief(self, text: str, limit: int) -> str:
+        """Redact ``text`` whole, *then* shorten it to ``limit`` characters."""
+        return shorten(self.text(text), limit)
+
+    @property
+    def known_values(self) -> frozenset[str]:
+        """The exact secret values this redactor masks (env values and :meth:`add`-ed ones)."""
+        return frozenset(self._values)
+
+    def known(self, value: Any) -> Any:
+        """Mask only the known secret *values* in a string or JSON-like value.
+
+        Unlike :meth:`value` nothing is masked for its shape or its key's name,
+        so code and prose the model writes stay as written; the same object is
+        returned when nothing was masked.
+        """
+        compiled = self._compiled
+        if compiled is None:
+            return value
+        if type(value) is str:
+            if any(v in value for v in self._values):
+                return compiled.sub(MASK, value)
+            return value
+        if type(value) in (dict, list, tuple):
+            strings: list[str] = []
+            _collect_all_strings(value, strings)
+            joined = "\n".join(strings)
+            if not any(v in joined for v in self._values):
+                return value
+            return _map_strings(value, self.known)
+        return value
 
     def _is_clean(self, value: Any) -> bool:
         """True when ``value`` provably holds nothing to redact.
@@ -205,6 +274,76 @@ def _collect_strings(value: Any, out: list[str]) -> bool:
 _SCALARS = frozenset({int, float, bool})
 
 
+def _collect_all_strings(value: Any, out: list[str]) -> None:
+    """Append every string (keys included) in a JSON-like ``value`` to ``out``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            for key, sub in item.items():
+                stack.append(key)
+                stack.append(sub)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
+def _map_strings(value: Any, fn: Callable[[str], Any]) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {(fn(k) if isinstance(k, str) else k): _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [_map_strings(item, fn) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+class StreamRedactor:
+    """Masks known secret values in streamed text, even when a value spans chunks.
+
+    ``feed(text)`` passes on everything that can no longer turn into a known
+    value and holds back only a tail that is the beginning of one; ``close()``
+    flushes the rest. Text without any known value is passed on at once, so a
+    stream is delayed only while it might be spelling a secret.
+    """
+
+    def __init__(self, redactor: Redactor, sink: Callable[[str], None]) -> None:
+        self._values = sorted(redactor.known_values, key=len, reverse=True)
+        self._known = redactor.known
+        self._sink = sink
+        self._held = ""
+
+    def _hold_from(self, text: str) -> int:
+        """Where the longest tail of ``text`` that begins a known value starts."""
+        start = len(text)
+        for value in self._values:
+            for size in range(min(len(value) - 1, len(text)), 0, -1):
+                if text.endswith(value[:size]):
+                    start = min(start, len(text) - size)
+                    break
+        return start
+
+    def feed(self, text: str) -> None:
+        """Pass ``text`` on, masked, except a tail that may still become a known value."""
+        if not self._values:
+            if text:
+                self._sink(text)
+            return
+        buffer = self._known(self._held + text)
+        cut = self._hold_from(buffer)
+        self._held = buffer[cut:]
+        if cut:
+            self._sink(buffer[:cut])
+
+    def close(self) -> None:
+        """Flush what is held back (it never completed a known value)."""
+        if self._held:
+            self._sink(self._held)
+            self._held = ""
+
+
 def redact_text(
     text: str,
     *,
@@ -226,13 +365,16 @@ def redact_value(
 
 
 __all__ = [
+    "ELLIPSIS",
     "MASK",
     "MIN_SECRET_LENGTH",
     "SECRET_ENV_SUFFIXES",
     "Redactor",
+    "StreamRedactor",
     "is_secret_env_name",
     "is_secret_key",
     "redact_text",
     "redact_value",
     "secret_values",
+    "shorten",
 ]

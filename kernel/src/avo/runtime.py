@@ -37,7 +37,7 @@ from avo.models import (
 from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector
 from avo.providers.base import ModelProvider
-from avo.redaction import Redactor
+from avo.redaction import Redactor, StreamRedactor
 from avo.runtime_handlers import HANDLERS
 from avo.runtime_persistence import (
     append,
@@ -295,18 +295,23 @@ class AgentRuntime:
 
         callback = self.stream_callback
         assert callback is not None
+        # A known secret the model spells out is masked before it is shown, even
+        # when it arrives split across chunks (see avo.redaction.StreamRedactor).
+        shown = StreamRedactor(self.redactor, callback)
         assembler = StreamAssembler()
         emitted = False
         try:
             async for chunk in self.provider.stream(request):  # type: ignore[attr-defined]
                 if chunk.text:
-                    callback(chunk.text)
+                    shown.feed(chunk.text)
                     emitted = True
                 assembler.feed(chunk)
         except BaseException:
+            shown.close()
             if emitted and self.stream_interrupt_callback is not None:
                 self.stream_interrupt_callback()
             raise
+        shown.close()
         return assembler.build()
 
     # ------------------------------------------------------------------ resume helpers

@@ -19,7 +19,7 @@ from avo._run_context import _RunContext
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
-from avo.models import ModelRequest, ModelResponse, trusted
+from avo.models import ModelRequest, ModelResponse, replaced, trusted
 from avo.prompt_cache import stable_prefix_size
 from avo.runtime_checks import check_consecutive_errors, stopped_by_runtime_bound
 from avo.runtime_persistence import (
@@ -153,6 +153,9 @@ async def _record_response(
 ) -> None:
     if rt._breaker is not None:
         rt._breaker.record_success()
+    # A known secret the model echoes (in its answer or a tool call's arguments) is
+    # masked before the transcript, a tool, a checkpoint or an event sees it.
+    response = _mask_known_secrets(rt, response)
     run = ctx.run
     usage = response.usage
     accounting = run.token_accounting_available and usage is not None
@@ -217,6 +220,23 @@ async def _record_response(
                 policy="budget",
                 output=response.content,
             )
+
+
+def _mask_known_secrets(rt: AgentRuntime, response: ModelResponse) -> ModelResponse:
+    redactor = rt.redactor
+    if not redactor.known_values:
+        return response
+    updates: dict[str, Any] = {}
+    if response.content is not None:
+        content = redactor.known(response.content)
+        if content is not response.content:
+            updates["content"] = content
+    call = response.tool_call
+    if call is not None:
+        arguments = redactor.known(call.arguments)
+        if arguments is not call.arguments:
+            updates["tool_call"] = replaced(call, arguments=arguments)
+    return replaced(response, **updates) if updates else response
 
 
 async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Exception) -> None:

@@ -144,6 +144,7 @@ def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
 
     async def notify(context: Any) -> Any:
         from avo.notifications import Notification
+        from avo.redaction import shorten
 
         if context.event is HookEvent.STOP:
             run = context.run
@@ -152,7 +153,7 @@ def _notification_hook(notifiers: Sequence[Any]) -> Callable[[Any], Any]:
             detail = getattr(run, "error", None) or getattr(run, "output", None) or ""
             body = f"stop reason: {reason}; steps: {getattr(run, 'steps', '?')}"
             if detail:
-                body += f"\n{str(detail)[:500]}"
+                body += f"\n{shorten(str(detail), 500)}"  # detail is already redacted
             level = {"failed": "error", "stopped": "warning"}.get(state, "info")
             note = Notification(title=f"avo run {context.run_id} {state}", body=body, level=level)
         else:

@@ -34,6 +34,13 @@ from pydantic import JsonValue
 from avo.exceptions import ProviderError
 from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall
 from avo.providers.base import ModelProvider
+from avo.redaction import redact_text, shorten
+
+
+def _brief(raw: str) -> str:
+    """Raw model text for an error message: key shapes masked first, then shortened."""
+    return shorten(redact_text(raw, environ={}), 200)
+
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -303,13 +310,13 @@ class StreamAssembler:
             except json.JSONDecodeError as exc:
                 raise ProviderError(
                     f"Streamed tool call {buffer.name!r} has invalid JSON arguments "
-                    f"({exc.msg} at position {exc.pos}): {raw[:200]!r}",
+                    f"({exc.msg} at position {exc.pos}): {_brief(raw)!r}",
                     retryable=False,
                 ) from None
             if not isinstance(parsed, dict):
                 raise ProviderError(
                     f"Streamed tool call {buffer.name!r} arguments must be a JSON object, "
-                    f"got {type(parsed).__name__}: {raw[:200]!r}",
+                    f"got {type(parsed).__name__}: {_brief(raw)!r}",
                     retryable=False,
                 )
             arguments = parsed

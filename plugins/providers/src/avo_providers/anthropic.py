@@ -23,6 +23,7 @@ from avo_providers.http_common import (
     parse_json_content,
     parse_tool_arguments,
     recorded_call_arguments,
+    redact_text,
     require_tool_name,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
@@ -150,7 +151,9 @@ def parse_anthropic_response(data: Any, *, vendor: str = "Anthropic") -> ModelRe
     if not isinstance(data, dict):
         raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
     if data.get("type") == "error":
-        raise malformed(vendor, f"error object in a 200 response: {data.get('error')!r}"[:300])
+        raise malformed(
+            vendor, redact_text(f"error object in a 200 response: {data.get('error')!r}")
+        )
     content = data.get("content")
     if not isinstance(content, list):
         raise malformed(vendor, "no 'content' list in the response")

@@ -18,12 +18,16 @@ from pydantic import ValidationError
 from avo.exceptions import ProviderError
 from avo.models import ModelRequest, ModelResponse
 from avo_providers.http_common import (
+    brief,
     check_content_type,
     decode_json,
     error_from_status,
     error_from_transport,
     redact_text,
 )
+
+_MAX_MESSAGE = 600
+"""The longest provider error message an adapter raises (after redaction)."""
 
 if TYPE_CHECKING:
     import httpx
@@ -128,11 +132,16 @@ class HTTPProvider:
         return redact_text(text, self.config.api_key)
 
     def _scrub(self, exc: ProviderError) -> ProviderError:
-        """``exc`` itself, or a copy without the API key if a vendor echoed it back."""
-        key = self.config.api_key
-        if not key or key not in str(exc):
-            return exc
-        return ProviderError(self.redact(str(exc)), retryable=exc.retryable)
+        """``exc`` with this provider's key (and key shapes) masked, *then* shortened.
+
+        The exception keeps its type and attributes (status code, retry-after);
+        only its message changes, and only when there was something to change.
+        """
+        text = str(exc)
+        clean = brief(text, self.config.api_key, limit=_MAX_MESSAGE)
+        if clean != text:
+            exc.args = (clean, *exc.args[1:])
+        return exc
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -165,7 +174,7 @@ class HTTPProvider:
         """The non-retryable error for a response or stream the parser choked on."""
         return ProviderError(
             f"{self.vendor} returned a malformed {what}: {type(exc).__name__}: "
-            f"{self.redact(str(exc))[:300]}",
+            f"{brief(str(exc), self.config.api_key)}",
             retryable=False,
         )
 

@@ -102,11 +102,15 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _error_detail(body: str) -> str:
-    """Pull the human message out of a vendor error body (every vendor nests it)."""
+    """Pull the human message out of a vendor error body (every vendor nests it).
+
+    Not shortened: callers redact the whole detail first, then shorten it
+    (:func:`brief`), so a key the vendor echoes is never cut in half.
+    """
     try:
         data = json.loads(body)
     except ValueError:
-        return body.strip()[:_MAX_DETAIL]
+        return body.strip()
     if isinstance(data, list) and data:
         data = data[0]
     if isinstance(data, dict):
@@ -115,12 +119,19 @@ def _error_detail(body: str) -> str:
             message = error.get("message") or error.get("type") or error.get("status")
             kind = error.get("type") or error.get("status")
             if message and kind and kind != message:
-                return f"{kind}: {message}"[:_MAX_DETAIL]
+                return f"{kind}: {message}"
             if message:
-                return str(message)[:_MAX_DETAIL]
+                return str(message)
         if isinstance(error, str):
-            return error[:_MAX_DETAIL]
-    return body.strip()[:_MAX_DETAIL]
+            return error
+    return body.strip()
+
+
+def brief(text: str, *secrets: str | None, limit: int = _MAX_DETAIL) -> str:
+    """``text`` redacted whole (``secrets`` and key shapes), *then* shortened to ``limit``."""
+    from avo.redaction import shorten
+
+    return shorten(redact_text(text, *secrets), limit)
 
 
 def error_from_status(
@@ -134,7 +145,7 @@ def error_from_status(
     """Map an HTTP error status to a ``ProviderError`` with ``retryable`` set right."""
     retryable = status_code in RETRYABLE_STATUS or status_code >= 500
     retry_after = _retry_after(headers)
-    detail = redact_text(_error_detail(body), *secrets) or "no error detail"
+    detail = brief(_error_detail(body), *secrets) or "no error detail"
     message = f"{vendor} API returned HTTP {status_code}: {detail}"
     if retry_after is not None:
         message += f" (retry after {retry_after:g}s)"
@@ -158,7 +169,7 @@ def error_from_transport(
             f"{vendor} request timed out after {timeout:g}s ({type(exc).__name__})",
             retryable=True,
         )
-    detail = redact_text(str(exc), *secrets) or type(exc).__name__
+    detail = brief(str(exc), *secrets) or type(exc).__name__
     return ProviderError(f"{vendor} request failed: {type(exc).__name__}: {detail}", retryable=True)
 
 
@@ -170,9 +181,11 @@ def malformed(vendor: str, what: str) -> ProviderError:
 def stream_error(vendor: str, error: Any) -> ProviderError:
     """An error object the vendor sent inside a stream (often an upstream failure).
 
-    Retryable: the request itself was accepted, so trying again can succeed.
+    Retryable: the request itself was accepted, so trying again can succeed. Key
+    shapes are masked; the adapter masks its own key and shortens the message
+    (in that order) before the error leaves it.
     """
-    detail = _error_detail(json.dumps({"error": error}))
+    detail = redact_text(_error_detail(json.dumps({"error": error})))
     return ProviderError(f"{vendor} stream error: {detail}", retryable=True)
 
 
@@ -298,6 +311,7 @@ __all__ = [
     "RETRYABLE_STATUS",
     "ProviderHTTPError",
     "anthropic_tools",
+    "brief",
     "check_content_type",
     "decode_json",
     "error_from_status",

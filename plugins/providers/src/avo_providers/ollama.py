@@ -20,6 +20,7 @@ from avo_providers.http_common import (
     openai_tools,
     parse_tool_arguments,
     recorded_call_arguments,
+    redact_text,
     require_tool_name,
     stream_error,
 )
@@ -85,7 +86,7 @@ def parse_ollama_response(data: Any, *, vendor: str = "Ollama") -> ModelResponse
     if not isinstance(data, dict):
         raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
     if "error" in data:
-        raise malformed(vendor, f"error in a 200 response: {data['error']!r}"[:300])
+        raise malformed(vendor, redact_text(f"error in a 200 response: {data['error']!r}"))
     message = data.get("message")
     if not isinstance(message, dict):
         raise malformed(vendor, "no 'message' in the response")

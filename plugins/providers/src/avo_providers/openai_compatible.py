@@ -19,6 +19,7 @@ from avo_providers.http_common import (
     malformed,
     openai_tools,
     parse_tool_arguments,
+    redact_text,
     require_tool_name,
     stream_error,
 )
@@ -92,7 +93,7 @@ def parse_openai_response(data: Any, *, vendor: str = "OpenAI") -> ModelResponse
     if not isinstance(data, dict):
         raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
     if "error" in data and "choices" not in data:
-        raise malformed(vendor, f"error object in a 200 response: {data['error']!r}"[:300])
+        raise malformed(vendor, redact_text(f"error object in a 200 response: {data['error']!r}"))
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise malformed(vendor, "no 'choices' in the response")

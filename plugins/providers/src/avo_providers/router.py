@@ -196,8 +196,11 @@ class BaseRouterProvider:
 
 
 def _describe(error: BaseException) -> str:
+    from avo.redaction import redact_text, shorten
+
+    # Redact first, then shorten: a route's error may echo a key-shaped value.
     text = str(error) or type(error).__name__
-    return text[:500]
+    return shorten(redact_text(text, environ={}), 500)
 
 
 async def _stream_or_generate(
