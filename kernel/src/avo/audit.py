@@ -19,6 +19,7 @@ from typing import Any
 from avo.exceptions import AvoError
 from avo.hookspecs import hookimpl
 from avo.models import utc_now
+from avo.private_files import make_private_dirs, open_private_append
 from avo.redaction import Redactor
 
 
@@ -68,7 +69,11 @@ class AuditEvent:
 
 
 class AuditLog:
-    """Appends redacted :class:`AuditEvent` lines to ``path`` (created on first write)."""
+    """Appends redacted :class:`AuditEvent` lines to ``path`` (created on first write).
+
+    The file is created owner-only (``0600``), and so are the directories
+    created for it (``0700``): audit lines hold tasks and tool arguments.
+    """
 
     def __init__(self, path: str | Path, *, environ: Mapping[str, str] | None = None) -> None:
         self.path = Path(path)
@@ -103,8 +108,8 @@ class AuditLog:
         line = self._redactor.text(line)
         with self._lock:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a", encoding="utf-8") as handle:
+                make_private_dirs(self.path.parent)  # owner-only, as is the file
+                with open(open_private_append(self.path), "a", encoding="utf-8") as handle:
                     handle.write(line + "\n")
                     handle.flush()
                     os.fsync(handle.fileno())

@@ -51,7 +51,7 @@ from avo_sqlite._leases import LeaseOps
 from avo_sqlite._payloads import insert_events
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
-from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
+from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database, read_only_error
 from avo_sqlite._write_lock import is_busy, wait_for_write_lock
 
 _CACHE_RUNS = 256
@@ -82,7 +82,7 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
     def __init__(self, path: Path, *, synchronous: str, commit_delay: float) -> None:
         self.path = path
         self.commit_delay = commit_delay
-        self.conn = open_database(path, synchronous=synchronous)
+        self.conn, self.read_only = open_database(path, synchronous=synchronous)
         # Serialises the connection between the event loop thread (calls that cannot
         # block) and the worker thread (everything else).
         self.lock = threading.Lock()
@@ -134,6 +134,8 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
                 f"({exc}); nothing of this write was stored. Use valid text (a lone surrogate "
                 "comes from os.fsdecode of undecodable bytes)"
             )
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == 8:  # SQLITE_READONLY
+            return read_only_error(self.path, f"SQLite: {exc}", action)
         return StorageError(f"SQLite error while {action} in {self.path}: {exc}")
 
     def flush(self) -> None:
@@ -230,6 +232,8 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
     def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
         if self._broken is not None:
             raise self._broken
+        if self.read_only is not None:
+            raise read_only_error(self.path, self.read_only, action)
         conn = self.conn
         outer = not conn.in_transaction
         try:

@@ -19,10 +19,14 @@ written, including the switch to WAL mode.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import quote
 
 from avo.exceptions import StorageError
+from avo.private_files import create_private_file
 
 APPLICATION_ID = 0x41564F31  # "AVO1" in the SQLite header's application_id field
 SCHEMA_VERSION = 2
@@ -135,16 +139,30 @@ def _check_header(path: Path) -> None:
         )
 
 
+class Opened(NamedTuple):
+    """An open avo database: the connection, and why it is read-only (None: writable)."""
+
+    conn: sqlite3.Connection
+    read_only: str | None
+
+
+_READONLY = 8  # SQLITE_READONLY (its extended codes share the low byte)
+_CANTOPEN = 14  # SQLITE_CANTOPEN: e.g. a WAL file's -shm cannot be created
+
+
 def open_database(
     path: str | Path,
     *,
     synchronous: str = "NORMAL",
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-) -> sqlite3.Connection:
+) -> Opened:
     """Open (creating if needed) the avo SQLite file at ``path``.
 
     Raises :class:`StorageError` for a corrupt or foreign file and for a schema
     newer than :data:`SCHEMA_VERSION`; the file is left untouched in each case.
+    A file that exists but cannot be written (its permissions, a read-only
+    directory or filesystem) is opened read-only: ``Opened.read_only`` says
+    why, and writes must be refused with :func:`read_only_error`.
     """
     path = Path(path)
     mode = synchronous.upper()
@@ -153,10 +171,18 @@ def open_database(
             f"unknown SQLite synchronous mode {synchronous!r}; "
             f"use one of {', '.join(SYNCHRONOUS_MODES)}"
         )
-    if path.exists() and path.stat().st_size > 0:
+    exists = path.exists() and path.stat().st_size > 0
+    if exists:
         _check_header(path)
     elif not path.parent.exists():
         raise StorageError(f"cannot create the avo database {path}: {path.parent} does not exist")
+    else:
+        # Owner-only: runs hold prompts and tool outputs. SQLite gives the -wal and
+        # -shm files it creates the database file's mode.
+        try:
+            create_private_file(path)
+        except OSError as exc:
+            raise StorageError(f"cannot create the avo database {path}: {exc}") from exc
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     except sqlite3.Error as exc:
@@ -186,10 +212,99 @@ def open_database(
         raise
     except sqlite3.Error as exc:
         conn.close()
+        reason = _why_read_only(path, exc) if exists else None
+        if reason is not None:
+            return Opened(_open_read_only(path, reason, busy_timeout_ms), reason)
+        raise open_error(path, exc) from exc
+    return Opened(conn, None)
+
+
+def open_error(path: Path, exc: sqlite3.Error) -> StorageError:
+    """The StorageError for a file SQLite could not open (corrupt only when SQLite says so)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
+        return StorageError(f"cannot open the avo database {path}: {exc} (the file is corrupt)")
+    return StorageError(f"cannot open the avo database {path}: {exc}")
+
+
+def read_only_error(path: Path, reason: str, action: str) -> StorageError:
+    """The refusal of a write to a database opened read-only."""
+    return StorageError(
+        f"the avo database {path} is read-only ({reason}), so avo cannot write to it while "
+        f"{action}; its runs can still be listed and inspected. Make it writable, or copy "
+        "it somewhere writable and use the copy"
+    )
+
+
+def _why_read_only(path: Path, exc: sqlite3.Error) -> str | None:
+    """Why writing ``path`` failed, when it is because it cannot be written (else None)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code not in (_READONLY, _CANTOPEN):
+        return None
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "its filesystem is mounted read-only"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK):
+        return "the file's permissions do not allow writing"
+    if not os.access(path.parent, os.W_OK):
+        return f"its directory {path.parent} is not writable"
+    return "SQLite refused to write it" if code == _READONLY else None
+
+
+def _open_read_only(path: Path, reason: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A read-only connection; immutable only where nobody can be writing the file."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    attempts = [uri]
+    wal = path.with_name(path.name + "-wal")
+    unflushed = wal.exists() and wal.stat().st_size > 0
+    if not unflushed:
+        # A WAL-mode file needs its -shm file, which a read-only directory cannot hold;
+        # with no -wal content there is nothing a writer left behind to miss.
+        attempts.append(uri + "&immutable=1")
+    last: sqlite3.Error | None = None
+    for attempt in attempts:
+        try:
+            conn = sqlite3.connect(
+                attempt, uri=True, isolation_level=None, check_same_thread=False, timeout=30
+            )
+        except sqlite3.Error as exc:
+            last = exc
+            continue
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            _check_identity(conn, path)
+            _check_readable_as_is(conn, path, reason)
+            return conn
+        except StorageError:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            conn.close()
+            last = exc
+    assert last is not None
+    raise StorageError(
+        f"cannot read the avo database {path}: it is read-only ({reason}) and SQLite could "
+        f"not open it for reading: {last}"
+        + (
+            f"; its write-ahead log {wal.name} holds writes that need a writable directory"
+            if unflushed
+            else ""
+        )
+    ) from last
+
+
+def _check_readable_as_is(conn: sqlite3.Connection, path: Path, reason: str) -> None:
+    """Refuse a read-only file that opening would have had to upgrade first."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version != SCHEMA_VERSION or not {"runs", "events", "checkpoints"} <= tables:
         raise StorageError(
-            f"cannot open the avo database {path}: {exc} (the file may be corrupt)"
-        ) from exc
-    return conn
+            f"the avo database {path} is read-only ({reason}) and uses schema version "
+            f"{version}, which this avo-sqlite ({SCHEMA_VERSION}) must upgrade before reading "
+            "it; open it once where it is writable"
+        )
 
 
 def _number_checkpoint_items(conn: sqlite3.Connection) -> None:

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Self
 
 from avo.exceptions import StorageError
-from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
+from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database, read_only_error
 from avo_sqlite._write_lock import wait_for_write_lock
 
 
@@ -28,13 +28,15 @@ class SyncSQLiteStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            self._conn = open_database(self.path)
+            self._conn, self._read_only = open_database(self.path)
         except StorageError as exc:
             raise self.error(str(exc)) from exc
         self._lock = threading.Lock()
 
     @contextmanager
     def _tx(self, action: str) -> Iterator[sqlite3.Connection]:
+        if self._read_only is not None:
+            raise self.error(str(read_only_error(self.path, self._read_only, action)))
         with self._lock:
             conn = self._conn
             try:
@@ -49,6 +51,9 @@ class SyncSQLiteStore:
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF == 8:  # SQLITE_READONLY
+                    message = str(read_only_error(self.path, f"SQLite: {exc}", action))
+                    raise self.error(message) from exc
                 if isinstance(exc, sqlite3.Error):
                     raise self.error(f"SQLite error while {action} in {self.path}: {exc}") from exc
                 raise
