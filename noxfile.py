@@ -25,12 +25,14 @@ import nox
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
 # hatchling: tests/ build throwaway plugin wheels offline (pip wheel --no-build-isolation).
+# junitparser: avo-evals' tests read its JUnit reports with a standard parser.
 TEST_DEPS = [
     "pytest>=8",
     "pytest-asyncio>=0.24",
     "pytest-cov>=5",
     "hypothesis>=6",
     "hatchling>=1.21",
+    "junitparser>=3.1",
 ]
 
 nox.options.sessions = ["lint", "types", "tests"]
