@@ -39,7 +39,8 @@ def _value(value: Any, where: str) -> str:
         return value.isoformat()
     if isinstance(value, dict):
         items = ", ".join(
-            f"{_key(str(k))} = {_value(v, f'{where}.{k}')}" for k, v in value.items()
+            f"{_key(str(k))} = {_value(v, f'{where}.{k}')}"
+            for k, v in value.items()
             if v is not None
         )
         return "{" + items + "}"

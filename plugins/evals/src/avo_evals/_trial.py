@@ -1,11 +1,13 @@
-"""One trial, in its own process: ``python -m avo_evals._trial JOB.json``.
+"""The trial worker: ``python -m avo_evals._trial`` runs the trials it reads on stdin.
 
-The runner starts this with the trial's workspace as the working directory,
-so relative paths in the case's avo.toml (a tool's ``workspace = "."``) point
-into it. The job names the composed config, the event store, the task and
-the run's tags; the result (the run's outcome, its tool calls with errors,
-its runs-diff facts, cost and latency) is written to the job's ``result``
-path as JSON. Exit 0 when a run was recorded, 3 when none could be.
+The runner keeps one worker process per concurrent trial and hands each a
+job at a time: the worker moves into the trial's workspace (so relative paths
+in the case's avo.toml, like a tool's ``workspace = "."``, point into it),
+takes the job's environment, composes the config and runs the task. The job
+names the composed config, the event store, the task and the run's tags; the
+result (the run's outcome, its tool calls with errors, its runs-diff facts,
+cost and latency) is written to the job's ``result`` path as JSON. A worker
+that hangs past the trial's timeout or dies is killed and replaced.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ def _tool_errors(trace: Any) -> list[str | None]:
             order[call_id] = None
         elif entry.event_type is EventType.TOOL_FAILED and call_id in order:
             result = payload.get("result")
-            error = payload.get("error") or (result.get("error") if isinstance(result, dict) else None)
+            error = payload.get("error") or (
+                result.get("error") if isinstance(result, dict) else None
+            )
             order[str(call_id)] = str(error or "")
         elif entry.event_type is EventType.TOOL_DENIED:
             reason = payload.get("reason") or payload.get("blocked_by") or ""
@@ -91,10 +95,8 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str]) -> int:
-    """Run the job in ``argv[0]``; write its result; 0 when a run was recorded."""
-    job_path = Path(argv[0])
-    job = json.loads(job_path.read_text(encoding="utf-8"))
+def run_job(job: dict[str, Any]) -> int:
+    """Run one job; write its result file; 0 when a run was recorded, 3 when none was."""
     try:
         outcome = asyncio.run(_run(job))
         code = 0
@@ -113,5 +115,31 @@ def main(argv: list[str]) -> int:
     return code
 
 
+def serve() -> int:
+    """Run the jobs read from stdin (one JSON object a line), one at a time.
+
+    Each job's stdout and stderr go to its own log file, its working directory
+    is its workspace and its environment is the job's; a line
+    ``{"id": ..., "code": ...}`` on the original stdout says it is done.
+    """
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.chdir(job["cwd"])
+        os.environ.clear()
+        os.environ.update(job["env"])
+        code = run_job(job)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        protocol.write(json.dumps({"id": job["id"], "code": code}) + "\n")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(serve())

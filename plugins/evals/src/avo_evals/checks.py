@@ -28,7 +28,7 @@ from avo_evals.suite import Check, Suite, SuiteError
 
 @dataclass(frozen=True)
 class ToolCallRecord:
-    """One tool call of a trial: name, arguments, outcome ("ok", "failed", "denied", "no result")."""
+    """One tool call of a trial; ``outcome`` is "ok", "failed", "denied" or "no result"."""
 
     name: str
     arguments: Any
@@ -116,7 +116,8 @@ def _short(text: str, limit: int = 80) -> str:
 
 def _no_answer(outcome: Outcome) -> str:
     detail = f": {_short(outcome.error, 120)}" if outcome.error else ""
-    return f"there is no final answer (run {outcome.status}, stop reason {outcome.stop_reason}){detail}"
+    run = f"run {outcome.status}, stop reason {outcome.stop_reason}"
+    return f"there is no final answer ({run}){detail}"
 
 
 def _answer(check: Check, outcome: Outcome) -> tuple[bool, str]:
@@ -154,7 +155,11 @@ def _answer(check: Check, outcome: Outcome) -> tuple[bool, str]:
     if value == check.answer_equals_json:
         return True, ""
     expected = _short(json.dumps(check.answer_equals_json, sort_keys=True), 60)
-    return False, f"the answer's JSON is {_short(json.dumps(value, sort_keys=True), 60)}, expected {expected}"
+    return (
+        False,
+        f"the answer's JSON is {_short(json.dumps(value, sort_keys=True), 60)}, "
+        f"expected {expected}",
+    )
 
 
 def _args_match(check: Check, call: ToolCallRecord) -> bool:
@@ -199,7 +204,10 @@ def _tools(check: Check, outcome: Outcome) -> tuple[bool, str]:
         if not good:
             bad = matching[0]
             got = bad.outcome if bad.outcome != "failed" else f"failed: {bad.error or '?'}"
-            return False, f"{name} was called{with_args} but {_short(got, 160)} (expected {check.outcome})"
+            return (
+                False,
+                f"{name} was called{with_args} but {_short(got, 160)} (expected {check.outcome})",
+            )
         matching = good
     if check.times is not None and len(matching) != check.times:
         return False, f"{name} was called{with_args} {len(matching)} times, expected {check.times}"
@@ -207,9 +215,7 @@ def _tools(check: Check, outcome: Outcome) -> tuple[bool, str]:
 
 
 def _listing(workspace: Path) -> str:
-    files = sorted(
-        str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file()
-    )
+    files = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file())
     if not files:
         return "the workspace is empty"
     shown = ", ".join(files[:10])
@@ -221,7 +227,10 @@ def _file(check: Check, outcome: Outcome) -> tuple[bool, str]:
     wants = check.exists if check.exists is not None else True
     if not path.is_file():
         if wants:
-            return False, f"{check.file} does not exist in the workspace ({_listing(outcome.workspace)})"
+            return (
+                False,
+                f"{check.file} does not exist in the workspace ({_listing(outcome.workspace)})",
+            )
         return True, ""
     if not wants:
         return False, f"{check.file} exists in the workspace (expected it not to)"
@@ -304,7 +313,8 @@ async def _python(
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except AssertionError as exc:
-        return False, str(exc) or "assertion failed"
+        first = str(exc).strip().splitlines()[:1]  # pytest-style rewriting adds lines
+        return False, first[0] if first else "assertion failed"
     except Exception as exc:
         return False, f"the check raised {type(exc).__name__}: {exc}"
     if verdict is None or verdict is True:

@@ -130,7 +130,7 @@ async def _main(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         cases=args.cases,
         provider=args.provider,
         model=args.model,
-        timeout=args.timeout,
+        trial_timeout=args.timeout,
         keep_workspaces=args.keep_workspaces,
         progress=progress,
         on_workspaces=kept,

@@ -229,7 +229,9 @@ def to_text(comparison: Comparison) -> str:
             )
         )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [f"compared with baseline {comparison.baseline_file} (eval {comparison.baseline_eval}):"]
+    lines = [
+        f"compared with baseline {comparison.baseline_file} (eval {comparison.baseline_eval}):"
+    ]
     for row in [header, *rows]:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     for case in comparison.cases:

@@ -187,7 +187,8 @@ def to_junit(results: EvalResults) -> str:
             )
             failure.text = "\n".join(failure_lines(case, limit=50))
         runs = "\n".join(
-            f"trial {t.outcome.trial}: {'pass' if t.passed else 'FAIL'} run {t.outcome.run_id or '-'}"
+            f"trial {t.outcome.trial}: {'pass' if t.passed else 'FAIL'} "
+            f"run {t.outcome.run_id or '-'}"
             for t in case.trials
         )
         ET.SubElement(element, "system-out").text = runs
@@ -221,12 +222,16 @@ def to_text(results: EvalResults) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = [f"suite {results.suite} ({results.suite_file})", ""]
     for row in [header, *rows]:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        lines.append(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
     failed = [case for case in results.cases if not case.passed]
     if failed:
         lines.append("")
         for case in failed:
-            lines.append(f"FAILED {case.name}: {verdict(case)}, needs {_percent(case.min_pass_rate)}")
+            lines.append(
+                f"FAILED {case.name}: {verdict(case)}, needs {_percent(case.min_pass_rate)}"
+            )
             lines += [f"  {line}" for line in failure_lines(case)]
     passed = len(results.cases) - len(failed)
     lines += [

@@ -16,7 +16,6 @@ import fnmatch
 import json
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,11 +26,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from avo.compose.config import AvoConfig, validation_error
+from avo.compose.config import AvoConfig, PluginRef, validation_error
 from avo.exceptions import ConfigError
 from avo.models import new_id
+from avo.policies import LoopPolicy
 from avo.run_diff import RunFacts
 from avo_evals import _toml
+from avo_evals._pool import WorkerPool
 from avo_evals.checks import CheckResult, Outcome, ToolCallRecord, evaluate, resolve_python_checks
 from avo_evals.progress import Progress
 from avo_evals.stats import wilson_interval
@@ -135,7 +136,9 @@ def _validate(suite: Suite, case: Case, index: int, config: dict[str, Any], env:
     try:
         parsed = AvoConfig.model_validate(config)
     except ValidationError as exc:
-        raise SuiteError(str(validation_error(exc, file=label, model=AvoConfig)), file=str(suite.path)) from None
+        raise SuiteError(
+            str(validation_error(exc, file=label, model=AvoConfig)), file=str(suite.path)
+        ) from None
     from avo.plugins.manager import PluginManager
 
     if parsed.provider is None and not env.get("AVO_PROVIDER"):
@@ -148,16 +151,17 @@ def _validate(suite: Suite, case: Case, index: int, config: dict[str, Any], env:
     manager = PluginManager(
         environ=env, autoload=switches.autoload, block=switches.block, allow=switches.allow
     )
-    wanted: list[tuple[str, str, str]] = []
+    wanted: list[tuple[str, str, str, dict[str, Any]]] = []
     if parsed.provider is not None:
-        wanted.append(("provider", parsed.provider.name, "provider.name"))
+        wanted.append(("provider", parsed.provider.name, "provider", parsed.provider.settings))
     for key, kind in KINDS_IN_CONFIG:
         for position, item in enumerate(getattr(parsed, key)):
-            name = item if isinstance(item, str) else item.name
-            wanted.append((kind, name, f"{key}[{position}]"))
+            ref = PluginRef(name=item) if isinstance(item, str) else item
+            wanted.append((kind, ref.name, f"{key}[{position}]", ref.settings))
     if parsed.permission is not None:
-        wanted.append(("permission", parsed.permission.mode, "permission.mode"))
-    for kind, name, key in wanted:
+        permission = parsed.permission
+        wanted.append(("permission", permission.mode, "permission", permission.settings))
+    for kind, name, key, settings in wanted:
         names = manager.names(kind)
         if name not in names:
             raise SuiteError(
@@ -166,6 +170,26 @@ def _validate(suite: Suite, case: Case, index: int, config: dict[str, Any], env:
                 key=f"cases[{index}].config.{key}",
                 file=str(suite.path),
             )
+        model = getattr(manager.get(kind, name), "settings_model", None)
+        _check_table(model, settings, f"{key}.settings", label, suite, index)
+    _check_table(LoopPolicy, parsed.policy, "policy", label, suite, index)
+
+
+def _check_table(
+    model: Any, table: dict[str, Any], key: str, label: str, suite: Suite, index: int
+) -> None:
+    if model is None:
+        return
+    try:
+        model.model_validate(table)
+    except ValidationError as exc:
+        error = validation_error(exc, file=label, prefix=key)
+        known = ", ".join(sorted(model.model_fields)) or "(none)"
+        raise SuiteError(
+            f"{error}; {key} accepts: {known}",
+            key=f"cases[{index}].config.{key}",
+            file=str(suite.path),
+        ) from None
 
 
 def _write_fixtures(suite: Suite, case: Case, workspace: Path) -> None:
@@ -225,8 +249,11 @@ class _Job:
         return self.directory / "workspace"
 
 
-async def _run_trial(job: _Job, database: str, tags: dict[str, Any]) -> Mapping[str, Any]:
+async def _run_trial(
+    pool: WorkerPool, job: _Job, database: str, tags: dict[str, Any]
+) -> Mapping[str, Any]:
     result = job.directory / "result.json"
+    log = job.directory / "trial.log"
     spec = {
         "config": str(job.config),
         "database": database,
@@ -234,31 +261,17 @@ async def _run_trial(job: _Job, database: str, tags: dict[str, Any]) -> Mapping[
         "system_prompt": job.case.system_prompt,
         "user_state": {"eval": {**tags, "case": job.case.name, "trial": job.trial}},
         "result": str(result),
+        "log": str(log),
+        "cwd": str(job.workspace),
+        "env": job.env,
     }
-    (job.directory / "job.json").write_text(json.dumps(spec), encoding="utf-8")
-    log = job.directory / "trial.log"
-    with log.open("wb") as output:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "avo_evals._trial",
-            str(job.directory / "job.json"),
-            cwd=job.workspace,
-            env=job.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=output,
-            stderr=output,
-        )
-        try:
-            await asyncio.wait_for(process.wait(), job.timeout)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            return {"crash": f"timed out after {job.timeout:g}s (raise timeout_seconds)"}
+    code = await pool.run(spec, job.timeout)
+    if isinstance(code, str):
+        why = _tail(log)
+        return {"crash": code + (f": {why}" if why else "")}
     if result.is_file():
         return dict(json.loads(result.read_text(encoding="utf-8")))
-    why = _tail(log) or "no output"
-    return {"crash": f"the trial process exited with code {process.returncode}: {why}"}
+    return {"crash": f"the trial wrote no result (exit {code}): {_tail(log) or 'no output'}"}
 
 
 def select_cases(suite: Suite, patterns: Sequence[str] | None) -> list[tuple[int, Case]]:
@@ -287,7 +300,7 @@ async def run_suite(
     cases: Sequence[str] | None = None,
     provider: str | None = None,
     model: str | None = None,
-    timeout: float | None = None,
+    trial_timeout: float | None = None,
     keep_workspaces: bool = False,
     progress: Progress | None = None,
     on_workspaces: Callable[[Path], None] | None = None,
@@ -319,17 +332,17 @@ async def run_suite(
             for number in range(1, count + 1):
                 directory = case_dir / f"trial-{number}"
                 _write_fixtures(suite, case, directory / "workspace")
-                limit = timeout or case.timeout_seconds or suite.timeout_seconds
+                limit = trial_timeout or case.timeout_seconds or suite.timeout_seconds
                 jobs.append(_Job(case, number, directory, config_path, case_env, limit))
         if progress is not None:
             progress.total = len(jobs)
         started = datetime.now(UTC)
-        gate = asyncio.Semaphore(concurrency or suite.concurrency)
+        size = min(concurrency or suite.concurrency, len(jobs))
+        pool = WorkerPool(size, env)
         tags = {"id": eval_id, "suite": suite.label}
 
         async def one(job: _Job) -> tuple[_Job, TrialResult]:
-            async with gate:
-                data = await _run_trial(job, location, tags)
+            data = await _run_trial(pool, job, location, tags)
             outcome = _outcome(job.case, job.trial, job.workspace, data)
             verdicts = await evaluate(job.case.checks, outcome, functions)
             trial = TrialResult(outcome, verdicts)
@@ -339,7 +352,10 @@ async def run_suite(
                 progress.update(job.case.name, job.trial, trial.passed, detail)
             return job, trial
 
-        finished = await asyncio.gather(*(one(job) for job in jobs))
+        try:
+            finished = await asyncio.gather(*(one(job) for job in jobs))
+        finally:
+            await pool.close()
         for job, trial in sorted(finished, key=lambda item: (item[0].case.name, item[0].trial)):
             results[job.case.name].trials.append(trial)
     finally:

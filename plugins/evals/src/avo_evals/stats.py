@@ -25,7 +25,9 @@ def wilson_interval(passes: int, trials: int, z: float = Z_95) -> tuple[float, f
     denominator = 1 + z2 / trials
     center = (p + z2 / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
-    return max(0.0, center - half), min(1.0, center + half)
+    low = 0.0 if passes == 0 else max(0.0, center - half)
+    high = 1.0 if passes == trials else min(1.0, center + half)
+    return low, high
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:

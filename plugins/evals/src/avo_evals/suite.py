@@ -140,7 +140,9 @@ class Check(_Strict):
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}")
+                    raise ValueError(
+                        f"{pattern!r} is not a valid regular expression: {exc}"
+                    ) from None
         if kind == "python" and not _is_dotted(self.python or ""):
             raise ValueError(
                 f"python = {self.python!r} is not a dotted path; write 'module.function' or "
