@@ -10,95 +10,20 @@ Run: python benchmarks/kernel_loop.py [--quick]
 from __future__ import annotations
 
 import asyncio
-import gc
-import itertools
 import os
 import statistics
 import sys
-import time
-import tracemalloc
 
-from pydantic import BaseModel
+from avo_evals.bench import measure_loop, step_row
 
-from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
-from avo.models import ToolCall
-from avo.storage.memory import InMemoryEventStore
-
-
-class EchoArgs(BaseModel):
-    """Arguments of the benchmark tool."""
-
-    n: int
-
-
-def _script(n: int) -> list[ModelResponse]:
-    calls = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(n)]
-    return [*calls, ModelResponse(content="done")]
-
-
-class _TimedStore(InMemoryEventStore):
-    """Records the time of every checkpoint, i.e. one mark per loop step."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.marks: list[float] = []
-
-    async def save_checkpoint(self, checkpoint, event):  # type: ignore[no-untyped-def]
-        self.marks.append(time.perf_counter())
-        return await super().save_checkpoint(checkpoint, event)
-
-    def append_batch(self, run, events, checkpoint=None):  # type: ignore[no-untyped-def]
-        # A plain function handing back the store's coroutine: timing the steps
-        # adds no coroutine of its own to every write.
-        if checkpoint is not None:
-            self.marks.append(time.perf_counter())
-        return InMemoryEventStore.append_batch(self, run, events, checkpoint)
+# The loop, the timed store and the per-step figures live in avo-evals
+# (avo_evals.bench), shared with `avo bench`, store_growth.py and
+# langgraph_compare.py; `step_row` stays importable from here for them.
 
 
 async def _one(n: int, *, trace_memory: bool = False) -> dict[str, float]:
-    store = _TimedStore()
-    tool = FunctionTool(
-        name="echo",
-        description="echo n",
-        arguments_model=EchoArgs,
-        function=lambda a: {"n": a.n},
-        run_in_thread=False,  # measure the kernel, not a thread hop
-    )
-    runtime = AgentRuntime(
-        provider=FakeProvider(_script(n), record_requests=False),
-        tools=[tool],
-        policy=LoopPolicy(max_steps=n + 5, max_runtime_seconds=None),
-        event_store=store,
-    )
-    gc.collect()
-    if trace_memory:
-        tracemalloc.start()
-    started = time.perf_counter()
-    cpu_started = time.process_time()
-    result = await runtime.run("benchmark")
-    cpu = time.process_time() - cpu_started
-    elapsed = time.perf_counter() - started
-    peak = 0.0
-    if trace_memory:
-        peak = tracemalloc.get_traced_memory()[1] / 1e6
-        tracemalloc.stop()
-    assert result.status.value == "completed", result
-    # one tool step = the interval between successive post-tool checkpoints
-    row = step_row(store.marks[2::2], elapsed, cpu, n + 1)
-    return {**row, "steps": n + 1, "peak_mb": peak}
-
-
-def step_row(marks: list[float], wall: float, cpu: float, steps: int) -> dict[str, float]:
-    """Per-step wall and CPU time of a run, and the median step of its first and last tenth
-    (``marks``: one time per loop step). Shared by the other benchmarks."""
-    deltas = [b - a for a, b in itertools.pairwise(marks)]
-    tenth = max(1, len(deltas) // 10)
-    return {
-        "wall_us": wall / steps * 1e6,
-        "cpu_us": cpu / steps * 1e6,
-        "early_us": statistics.median(deltas[:tenth]) * 1e6 if deltas else 0.0,
-        "late_us": statistics.median(deltas[-tenth:]) * 1e6 if deltas else 0.0,
-    }
+    """One n-step run on the in-memory store with the on-loop echo tool."""
+    return await measure_loop(n, trace_memory=trace_memory)
 
 
 async def main(quick: bool) -> None:
@@ -139,6 +64,8 @@ async def main(quick: bool) -> None:
         f"ratio late/early step at N={sizes[-1]}: {largest['late_us'] / largest['early_us']:.2f}x"
     )
 
+
+__all__ = ["step_row"]
 
 if __name__ == "__main__":
     asyncio.run(main("--quick" in sys.argv))

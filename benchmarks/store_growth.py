@@ -34,49 +34,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kernel_loop  # benchmarks/ is on sys.path (this script's folder)
-from pydantic import BaseModel
-
-from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
-from avo.models import ToolCall, utc_now
+from avo import AgentRuntime, FakeProvider
+from avo.models import utc_now
 from avo.storage.memory import InMemoryEventStore
+from avo_evals.bench import echo_tool, loop_policy, step_row, tool_loop_script
 from avo_sqlite import SQLiteEventStore
-
-
-class EchoArgs(BaseModel):
-    """Arguments of the benchmark tool."""
-
-    n: int
-
 
 SETTINGS: dict[str, Any] = {}
 
-# A trivial function runs on the loop (as in kernel_loop.py): the figures are the
+# The loop and its figures are avo_evals.bench's (shared with kernel_loop.py and
+# `avo bench`): a trivial tool on the event loop, so the figures are the
 # runtime's and the store's, not a worker-thread hop per tool call.
-TOOL = FunctionTool(
-    name="echo",
-    description="echo n",
-    arguments_model=EchoArgs,
-    function=lambda a: {"n": a.n},
-    run_in_thread=False,
-)
-
-
+TOOL = echo_tool()
 ROUNDS = 5
-
-
-def _script(n: int) -> list[ModelResponse]:
-    calls = [ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(n)]
-    return [*calls, ModelResponse(content="done")]
-
-
-def _policy(n: int) -> LoopPolicy:
-    return LoopPolicy(
-        max_steps=n + 5,
-        max_runtime_seconds=None,
-        repeated_action_limit=n + 5,
-        no_progress_window=n + 5,
-    )
+_script = tool_loop_script
+_policy = loop_policy
 
 
 def _fresh(directory: Path, name: str) -> Path:
@@ -127,7 +99,7 @@ async def _loop(store: Any, n: int) -> dict[str, float]:
     result = await runtime.run("benchmark")
     cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
     assert result.status.value == "completed", result
-    return kernel_loop.step_row(store.marks[2::2], wall, cpu, n + 1)
+    return step_row(store.marks[2::2], wall, cpu, n + 1)
 
 
 async def _sqlite_run(directory: Path, n: int) -> dict[str, float]:
