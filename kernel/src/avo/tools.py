@@ -164,6 +164,18 @@ class ToolRegistry:
         self._metadata = None
         return item
 
+    def unregister(self, name: str) -> Tool:
+        """Remove and return the tool called ``name``; ToolNotFoundError if absent.
+
+        For tool sets that change while a runtime lives (an MCP server's
+        ``tools/list_changed``): the runtime reads the registry for every model
+        request, so the next step offers the new set.
+        """
+        tool = self.get(name)
+        del self._tools[name]
+        self._metadata = None
+        return tool
+
     @property
     def metadata(self) -> list[ToolMetadata]:
         """Metadata of every tool, in registration order."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import sqlite3
 import subprocess
 import sys
@@ -39,9 +40,7 @@ async def test_filesystem_server_is_workspace_bounded(tmp_path: Path, assert_rea
         assert set(registry.names()) >= {"read_file", "write_file", "list_directory", "grep"}
         listing = await _call(registry, "list_directory", path="docs")
         assert listing.success, listing.error
-        assert listing.output["result"]["structuredContent"]["entries"] == [
-            {"name": "a.md", "type": "file"}
-        ]
+        assert json.loads(listing.output)["entries"] == [{"name": "a.md", "type": "file"}]
         written = await _call(registry, "write_file", path="docs/b.md", content="beta")
         assert written.success, written.error
         assert (root / "docs" / "b.md").read_text() == "beta"
@@ -75,11 +74,11 @@ async def test_git_server(tmp_path: Path, assert_reaped) -> None:
         registry = ToolRegistry(client.tools())
         log = await _call(registry, "git_log", max_count=5)
         assert log.success, log.error
-        (commit,) = log.output["result"]["structuredContent"]["commits"]
+        (commit,) = json.loads(log.output)["commits"]
         assert commit["subject"] == "first" and commit["author"] == "T"
         status = await _call(registry, "git_status")
         assert status.success, status.error
-        files = status.output["result"]["structuredContent"]["files"]
+        files = json.loads(status.output)["files"]
         assert {"status": "??", "path": "new.txt"} in files
         bad = await _call(registry, "git_log", path="../../etc")
         assert not bad.success
@@ -96,17 +95,17 @@ async def test_sqlite_server_is_read_only_and_parameterized(tmp_path: Path, asse
     async with MCPClient(server) as client:
         registry = ToolRegistry(client.tools())
         tables = await _call(registry, "list_tables")
-        assert tables.output["result"]["structuredContent"] == {"tables": ["users"]}
+        assert json.loads(tables.output) == {"tables": ["users"]}
         described = await _call(registry, "describe_table", table="users")
         assert described.success, described.error
-        columns = described.output["result"]["structuredContent"]["columns"]
+        columns = json.loads(described.output)["columns"]
         assert [(c["name"], c["pk"]) for c in columns] == [("id", True), ("name", False)]
         missing = await _call(registry, "describe_table", table='users"; DROP TABLE users; --')
         assert not missing.success and "no table named" in missing.error
         rows = await _call(
             registry, "query", sql="SELECT id, name FROM users WHERE name = ?", params=["bob"]
         )
-        assert rows.output["result"]["structuredContent"]["rows"] == [[2, "bob"]]
+        assert json.loads(rows.output)["rows"] == [[2, "bob"]]
         # an injection attempt is just a value when bound
         injected = await _call(
             registry,
@@ -114,7 +113,7 @@ async def test_sqlite_server_is_read_only_and_parameterized(tmp_path: Path, asse
             sql="SELECT * FROM users WHERE name = :n",
             params={"n": "x' OR '1'='1"},
         )
-        assert injected.output["result"]["structuredContent"]["rows"] == []
+        assert json.loads(injected.output)["rows"] == []
         for sql in (
             "DELETE FROM users",
             "INSERT INTO users (name) VALUES ('eve')",
@@ -126,7 +125,7 @@ async def test_sqlite_server_is_read_only_and_parameterized(tmp_path: Path, asse
             refused = await _call(registry, "query", sql=sql)
             assert not refused.success, sql
         capped = await _call(registry, "query", sql="SELECT * FROM users", max_rows=1)
-        assert capped.output["result"]["structuredContent"]["truncated"] is True
+        assert json.loads(capped.output)["truncated"] is True
     with sqlite3.connect(database) as connection:
         assert connection.execute("SELECT count(*) FROM users").fetchone() == (2,)
     connection.close()
@@ -172,7 +171,7 @@ async def test_http_fetch_server_uses_egress_policy(local_site: str, assert_reap
         registry = ToolRegistry(client.tools())
         fetched = await _call(registry, "fetch", url=local_site)
         assert fetched.success, fetched.error
-        body = fetched.output["result"]["structuredContent"]
+        body = json.loads(fetched.output)
         assert body["status_code"] == 200 and body["text"] == "hello from loopback"
     assert_reaped(default.pid)
     assert_reaped(allowed.pid)

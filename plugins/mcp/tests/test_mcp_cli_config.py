@@ -207,3 +207,48 @@ def test_http_servers_in_config(tmp_path: Path, capsys) -> None:
     assert code == 2 and "--header only applies to --url servers" in err
     code, _, err = _avo(capsys, "mcp", "--config", str(config), "add", "u", "--url", "ftp://x")
     assert code == 2 and "--url must be an http(s) URL" in err
+
+
+def test_header_in_curl_form_and_bad_headers(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "mcp.json"
+    code, _, err = _avo(
+        capsys,
+        "mcp",
+        "--config",
+        str(config),
+        "add",
+        "remote",
+        "--url",
+        "https://mcp.example.test/mcp",
+        "--header",
+        "Authorization: Bearer x=y",
+        "--header",
+        "X-Api-Key=k:v",
+    )
+    assert code == 0, err
+    assert load_servers(config)["remote"]["headers"] == {
+        "Authorization": "Bearer x=y",
+        "X-Api-Key": "k:v",
+    }
+    code, _, err = _avo(
+        capsys, "mcp", "--config", str(config), "add", "r2", "--url", "http://x/mcp",
+        "--header", "no separator",
+    )  # fmt: skip
+    assert code == 2 and "--header expects 'Name: value' or Name=value" in err
+    code, _, err = _avo(
+        capsys, "mcp", "--config", str(config), "add", "r3", "--url", "http://x/mcp",
+        "--header", "Bad Name: v",
+    )  # fmt: skip
+    assert code == 2 and "is not a valid HTTP header name" in err
+
+
+def test_servers_from_config_reads_home_from_environ(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".avo").mkdir(parents=True)
+    (home / ".avo" / "mcp.json").write_text(json.dumps({"t": {"command": ["mcp-server-time"]}}))
+    (server,) = servers_from_config(environ={"HOME": str(home), "PATH": "/usr/bin"})
+    assert server.name == "t"
+    assert load_servers(environ={"HOME": str(home)}) == {
+        "t": {"command": ["mcp-server-time"], "env": {}}
+    }
+    assert servers_from_config(environ={"HOME": str(tmp_path / "empty")}) == []

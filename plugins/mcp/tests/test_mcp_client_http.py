@@ -60,7 +60,7 @@ async def test_http_handshake_and_calls(http_server_url: str) -> None:
         assert server.protocol_version == "2025-11-25"
         tools = {tool.metadata.name: tool for tool in client.tools()}
         assert {"add", "shout", "boom"} <= set(tools)
-        assert (await tools["add"].invoke({"a": 5, "b": 6}))["text"] == "11"
+        assert await tools["add"].invoke({"a": 5, "b": 6}) == "11"
         with pytest.raises(MCPError, match="returned an error"):
             await tools["boom"].invoke({})
     assert server.session_id is None  # closed

@@ -39,7 +39,7 @@ async def test_sdk_server_tools_in_registry_and_tool_errors(sdk_server_command, 
             ToolCall(name="shout", arguments={"text": "hi"}), completed_tool_call_ids=set()
         )
         assert result.success, result.error
-        assert result.output["text"] == "HI"
+        assert result.output == "HI"
         failed = await registry.invoke(ToolCall(name="boom"), completed_tool_call_ids=set())
         assert not failed.success
         assert "returned an error" in failed.error
@@ -142,7 +142,7 @@ for line in sys.stdin:
         (tool,) = client.tools()
         assert tool.metadata.description.startswith("MCP tool ping_tool")
         out = await tool.invoke({})
-        assert out["text"] == "pong"
+        assert out == "pong"
         assert server.protocol_version == "2024-11-05"
     assert_reaped(server.pid)
 
@@ -220,7 +220,7 @@ async def test_server_requests_are_answered_and_grandchildren_are_ended(tmp_path
     server = MCPServer(command=[sys.executable, str(TESTS_DIR / "raw_server.py")])
     async with MCPClient(server) as client:
         tools = {tool.metadata.name: tool for tool in client.tools()}
-        echoed = json.loads((await tools["echo"].invoke({"x": 1}))["text"])
+        echoed = json.loads(await tools["echo"].invoke({"x": 1}))
         assert echoed["arguments"] == {"x": 1}
         assert echoed["ping"] == {"jsonrpc": "2.0", "id": "srv-1", "result": {}}
         assert echoed["sampling"]["error"]["code"] == -32601

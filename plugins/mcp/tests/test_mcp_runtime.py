@@ -37,7 +37,7 @@ async def test_runtime_uses_sdk_server_tool(sdk_server_command, assert_reaped):
         assert offered["add"].input_schema["required"] == ["a", "b"]
         tool_message = provider.requests[1].messages[-1]
         assert tool_message["role"] == "tool"
-        assert json.loads(tool_message["content"])["text"] == "42"
+        assert tool_message["content"] == "42"  # the text, once: not the JSON-RPC wrapper
         events = await runtime.event_store.get_events(result.run_id)
         assert EventType.TOOL_COMPLETED in [event.event_type for event in events]
     assert_reaped(server.pid)

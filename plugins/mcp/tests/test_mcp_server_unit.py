@@ -79,7 +79,11 @@ async def test_lifecycle_gate_and_shutdown() -> None:
     init = await _initialized(server)
     assert init["result"]["protocolVersion"] == "2025-06-18"
     assert init["result"]["serverInfo"] == {"name": "unit", "version": "9"}
-    assert init["result"]["capabilities"] == CAPABILITIES
+    # no workspace: no resources; never prompts (avo serves none)
+    assert init["result"]["capabilities"] == {
+        key: value for key, value in CAPABILITIES.items() if key != "resources"
+    }
+    assert "prompts" not in CAPABILITIES
     assert "result" in await server.handle(_req(3, "tools/list"))
     assert (await server.handle(_req(4, "shutdown")))["result"] == {}
     after = await server.handle(_req(5, "tools/call", {"name": "echo", "arguments": {}}))
@@ -142,7 +146,9 @@ async def test_tools_call_results_and_errors() -> None:
     bad_args = await server.handle(_req(8, "tools/call", {"name": "echo", "arguments": [1]}))
     assert bad_args["error"]["code"] == -32602
     assert (await server.handle(_req(9, "server/discover")))["error"]["code"] == -32601
-    assert (await server.handle(_req(10, "prompts/list")))["result"] == {"prompts": []}
+    # prompts are not advertised, so neither method is served
+    assert (await server.handle(_req(10, "prompts/list")))["error"]["code"] == -32601
+    assert (await server.handle(_req(11, "prompts/get", {"name": "x"})))["error"]["code"] == -32601
 
 
 async def test_serve_loop_cancellation_parse_errors_and_eof() -> None:
@@ -270,7 +276,7 @@ async def test_stray_stdout_writes_do_not_reach_the_wire(assert_reaped) -> None:
     quiet = MCPServer(command=[sys.executable, "-c", script.replace("print('banner", "('banner")])
     async with MCPClient(quiet) as client:
         (tool,) = client.tools()
-        assert (await tool.invoke({}))["text"] == "quiet result"  # ...noise while serving is not
+        assert await tool.invoke({}) == "quiet result"  # ...noise while serving is not
         assert "print() noise" in quiet.stderr_tail
         assert "child process noise" in quiet.stderr_tail
     assert_reaped(quiet.pid)

@@ -13,6 +13,7 @@ from avo_mcp.config import (
     default_config_path,
     load_servers,
     looks_secret,
+    parse_header,
     save_servers,
     validate_name,
 )
@@ -108,8 +109,9 @@ def configure_mcp(parser: argparse.ArgumentParser) -> None:
         "--header",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="HTTP header for a --url server (e.g. Authorization=Bearer ${TOKEN})",
+        metavar="HEADER",
+        help='HTTP header for a --url server: "Name: value" or Name=value '
+        '(e.g. "Authorization: Bearer ${TOKEN}")',
     )
     add.add_argument("name", help="server name ([A-Za-z0-9_.-]+)")
     add.add_argument(
@@ -185,7 +187,7 @@ def run_mcp(
                 )
             if not url.startswith(("http://", "https://")):
                 raise McpCliError(f"--url must be an http(s) URL, got {url!r}")
-            entry = {"url": url, "headers": _parse_env(header_pairs, "--header")}
+            entry = {"url": url, "headers": dict(parse_header(h) for h in header_pairs)}
         elif not command:
             raise McpCliError(
                 f"avo mcp add {name}: give the command that starts the server, "

@@ -16,21 +16,19 @@ import contextlib
 import itertools
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from avo.exceptions import MCPError
+from avo_mcp.features import ClientFeatures
 from avo_mcp.framing import (
     MAX_MESSAGE_BYTES,
-    METHOD_NOT_FOUND,
     FramingError,
     JsonDict,
     encode_message,
-    error_response,
     read_message,
-    result_response,
 )
+from avo_mcp.naming import default_server_name
 from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
 
 _STDERR_TAIL_LINES = 20
@@ -40,13 +38,69 @@ _POSIX = os.name == "posix"
 _EXIT_POLL_SECONDS = 0.1
 _NOTIFY_TIMEOUT_SECONDS = 2.0
 
+DEFAULT_INHERITED_ENV_VARS: tuple[str, ...] = (
+    ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+    if _POSIX
+    else (  # pragma: no cover - Windows
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+        "PROGRAMFILES",
+    )
+)
+"""What a stdio server inherits from avo's environment (the official SDKs' set)."""
+
+
+def server_environment(
+    env: Mapping[str, str] | None,
+    environ: Mapping[str, str] | None = None,
+    inherit: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
+) -> dict[str, str]:
+    """The environment a stdio server starts with: a few basics plus its own ``env``.
+
+    Only the ``inherit`` names are copied from ``environ`` (default: the process
+    environment), skipping exported shell functions; provider API keys and any
+    other secret avo holds are not passed on. ``env`` (the entry's own) wins.
+    """
+    source = os.environ if environ is None else environ
+    base = {
+        key: value
+        for key in inherit
+        if (value := source.get(key)) is not None and not value.startswith("()")
+    }
+    base.update(env or {})
+    return base
+
+
+def describe_exit(code: int | None) -> str:
+    """``exited with code 3`` or ``was killed by signal SIGKILL (9)``."""
+    if code is not None and code < 0:
+        try:
+            label = signal.Signals(-code).name
+        except ValueError:
+            label = "signal"
+        return f"was killed by signal {label} ({-code})"
+    return f"exited with code {code}"
+
 
 class MCPServer(MCPSession):
     """An MCP server run as a subprocess speaking the stdio transport.
 
-    ``env`` is layered over ``environ`` (the process environment by default).
-    ``timeout_seconds`` bounds every request after the handshake;
-    ``startup_timeout_seconds`` bounds the handshake (see :meth:`start`).
+    The process gets a minimal environment: ``inherit_env`` names copied from
+    ``environ`` (the process environment by default; HOME, LOGNAME, PATH,
+    SHELL, TERM and USER), then ``env`` on top. ``timeout_seconds`` bounds
+    every request after the handshake; ``startup_timeout_seconds`` bounds the
+    handshake (see :meth:`start`). ``features`` says which client features
+    (roots, sampling, progress) this connection offers.
     """
 
     def __init__(
@@ -59,17 +113,21 @@ class MCPServer(MCPSession):
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         startup_timeout_seconds: float | None = None,
         environ: Mapping[str, str] | None = None,
+        features: ClientFeatures | None = None,
+        inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
     ) -> None:
         if not command:
             raise MCPError("MCPServer requires a non-empty command")
         super().__init__(
-            name=name or Path(command[0]).name,
+            name=name or default_server_name(command),
             timeout_seconds=timeout_seconds,
             startup_timeout_seconds=startup_timeout_seconds,
+            features=features,
         )
         self.command = list(command)
         self.env = dict(env or {})
         self.cwd = cwd
+        self.inherit_env = tuple(inherit_env)
         self._environ = environ
         self._process: asyncio.subprocess.Process | None = None
         self._pending: dict[int, asyncio.Future[JsonDict]] = {}
@@ -100,8 +158,7 @@ class MCPServer(MCPSession):
     # -------------------------------------------------------------- transport
 
     async def _open(self) -> None:
-        base = dict(os.environ if self._environ is None else self._environ)
-        base.update(self.env)
+        base = server_environment(self.env, self._environ, self.inherit_env)
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *self.command,
@@ -132,6 +189,7 @@ class MCPServer(MCPSession):
         Signals go to the server's whole process group, so what it spawned ends too.
         """
         self._started = False
+        await self._cancel_background()
         process = self._process
         if process is None:
             return
@@ -249,7 +307,7 @@ class MCPServer(MCPSession):
                 await asyncio.wait_for(asyncio.shield(self._stderr_reader), 1.0)
         if self._failure is None:
             self._failure = MCPError(
-                f"MCP server {self.name!r} exited with code {code}{self._stderr_note()}"
+                f"MCP server {self.name!r} {describe_exit(code)}{self._stderr_note()}"
             )
         self._started = False
         self._fail_pending(self._failure)
@@ -288,9 +346,11 @@ class MCPServer(MCPSession):
     async def _dispatch(self, message: JsonDict) -> None:
         method = message.get("method")
         if isinstance(method, str):
-            if "id" in message:  # a server -> client request
-                await self._answer_server_request(message["id"], method)
-            return  # notifications (logging, progress, list_changed) are not used
+            if "id" in message:  # a server -> client request: answered in its own task
+                self._spawn(self._answer_server_request(message))
+            else:
+                self._server_notification(message)
+            return
         request_id = message.get("id")
         future = self._pending.get(request_id) if isinstance(request_id, int) else None
         if future is None or future.done():
@@ -307,13 +367,8 @@ class MCPServer(MCPSession):
             result = message.get("result")
             future.set_result(result if isinstance(result, dict) else {})
 
-    async def _answer_server_request(self, request_id: Any, method: str) -> None:
-        if method == "ping":
-            reply = result_response(request_id, {})
-        elif method == "roots/list":
-            reply = result_response(request_id, {"roots": []})
-        else:
-            reply = error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+    async def _answer_server_request(self, message: JsonDict) -> None:
+        reply = await self._server_request(message)
         with contextlib.suppress(MCPError, TimeoutError):
             async with asyncio.timeout(_NOTIFY_TIMEOUT_SECONDS):
                 await self._write(reply)
@@ -362,4 +417,4 @@ class MCPServer(MCPSession):
         return f"MCPServer(name={self.name!r}, command={self.command!r}, pid={self.pid})"
 
 
-__all__ = ["MCPServer"]
+__all__ = ["DEFAULT_INHERITED_ENV_VARS", "MCPServer", "describe_exit", "server_environment"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from avo.exceptions import AvoError
 from avo_mcp.client import MCPServer
+from avo_mcp.features import ClientFeatures
 from avo_mcp.session import MCPSession
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
@@ -39,6 +40,10 @@ def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 MCP_CONFIG_PATH = default_config_path()
+
+
+def _default_path(environ: Mapping[str, str] | None) -> Path:
+    return MCP_CONFIG_PATH if environ is None else default_config_path(environ)
 
 
 def looks_secret(key: str) -> bool:
@@ -84,9 +89,14 @@ def _check_entry(name: str, entry: Any, path: Path) -> ServerEntry:
     return {"command": list(command), "env": _string_map(name, entry, "env", path)}
 
 
-def load_servers(path: Path | str | None = None) -> dict[str, ServerEntry]:
-    """Every configured server by name; an absent file means none."""
-    config = Path(path) if path is not None else MCP_CONFIG_PATH
+def load_servers(
+    path: Path | str | None = None, *, environ: Mapping[str, str] | None = None
+) -> dict[str, ServerEntry]:
+    """Every configured server by name; an absent file means none.
+
+    Without ``path`` the file is ``~/.avo/mcp.json`` under ``environ``'s ``HOME``.
+    """
+    config = Path(path) if path is not None else _default_path(environ)
     if not config.exists():
         return {}
     try:
@@ -115,6 +125,27 @@ def save_servers(servers: Mapping[str, ServerEntry], path: Path | str | None = N
         Path(tmp).unlink(missing_ok=True)
         raise
     return config
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``"Authorization: Bearer x"`` or ``"Authorization=Bearer x"`` as (name, value).
+
+    The curl form (``Name: value``) is read when a colon comes before any ``=``.
+    """
+    colon, equals = text.find(":"), text.find("=")
+    if colon > 0 and (equals < 0 or colon < equals):
+        name, value = text[:colon], text[colon + 1 :].strip()
+    elif equals > 0:
+        name, value = text[:equals], text[equals + 1 :]
+    else:
+        raise McpCliError(
+            f"--header expects 'Name: value' or Name=value, got {text!r}; "
+            'e.g. --header "Authorization: Bearer ${TOKEN}"'
+        )
+    name = name.strip()
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+        raise McpCliError(f"--header name {name!r} is not a valid HTTP header name")
+    return name, value
 
 
 def expand_vars(text: str, environ: Mapping[str, str]) -> str:
@@ -148,18 +179,25 @@ def servers_from_config(
     *,
     environ: Mapping[str, str] | None = None,
     timeout_seconds: float | None = None,
+    features: ClientFeatures | None = None,
 ) -> list[MCPSession]:
     """An unstarted server per configured entry (what the REPL boots).
 
     ``command`` entries become :class:`MCPServer` (stdio), ``url`` entries
-    :class:`~avo_mcp.http_client.MCPHttpServer` (streamable HTTP).
+    :class:`~avo_mcp.http_client.MCPHttpServer` (streamable HTTP). ``environ``
+    is used throughout: for ``~`` (its ``HOME``) when ``path`` is not given,
+    for ``${VAR}`` expansion, and as what a stdio server's minimal
+    environment is copied from. ``features`` (roots, sampling, progress) is
+    offered by every connection.
     """
     servers: list[MCPSession] = []
-    for name, entry in load_servers(path).items():
+    for name, entry in load_servers(path, environ=environ).items():
         resolved = resolve_env(entry, environ)
         extra: dict[str, Any] = {}
         if timeout_seconds is not None:
             extra["timeout_seconds"] = timeout_seconds
+        if features is not None:
+            extra["features"] = features
         if "url" in resolved:
             from avo_mcp.http_client import MCPHttpServer
 
@@ -187,6 +225,7 @@ __all__ = [
     "expand_vars",
     "load_servers",
     "looks_secret",
+    "parse_header",
     "resolve_env",
     "save_servers",
     "servers_from_config",

@@ -2,12 +2,23 @@
 
 Every JSON-RPC message is POSTed to the server's endpoint (``.../mcp``) with
 ``Accept: application/json, text/event-stream``. The answer to a request comes
-back either as one JSON body or as a server-sent-event stream that carries it
-(possibly after notifications or server requests). The server's
-``Mcp-Session-Id`` is echoed on every later message, along with
+back as one JSON body or on a server-sent-event stream (possibly after
+notifications and requests of the server's own). The server's
+``Mcp-Session-Id`` is echoed on every later message, with
 ``MCP-Protocol-Version``; :meth:`MCPHttpServer.stop` ends the session with a
-DELETE. Transport failures, HTTP errors and timeouts all raise
-:class:`~avo.exceptions.MCPError`.
+DELETE.
+
+Resumability: every response is matched to its request by id, whichever
+stream carries it. When a stream ends before the answer arrived and the server
+gave its events ids (servers open with a *priming* event for that), the client
+waits the server's ``retry:`` delay and resumes with ``GET`` +
+``Last-Event-ID``. After the handshake the client also opens the standalone
+``GET`` stream, where a server sends requests and notifications unrelated to a
+call (a 405 means the server has none). Server requests are answered by the
+session (ping, roots, sampling) with a POST.
+
+A 401 means the server wants OAuth authorization, which avo does not run:
+the error says so and names the header-token path.
 """
 
 from __future__ import annotations
@@ -16,15 +27,25 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from avo.exceptions import MCPError
-from avo_mcp.framing import METHOD_NOT_FOUND, JsonDict, error_response, result_response
+from avo_mcp.features import ClientFeatures
+from avo_mcp.framing import JsonDict
+from avo_mcp.naming import default_http_server_name
 from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
+from avo_mcp.sse import EventStreamState
+
+logger = logging.getLogger("avo_mcp")
 
 _ERROR_BODY_PREVIEW = 200
+_MAX_RESUMPTIONS = 5
+_GET_STREAM_MAX_RETRIES = 5
+_RESOURCE_METADATA = re.compile(r'resource_metadata="?([^",\s]+)"?')
 
 
 class MCPHttpServer(MCPSession):
@@ -39,26 +60,34 @@ class MCPHttpServer(MCPSession):
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         startup_timeout_seconds: float | None = None,
         transport: Any = None,
+        features: ClientFeatures | None = None,
+        listen: bool = True,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise MCPError(f"MCP server URL must be http(s)://host/..., got {url!r}")
         super().__init__(
-            name=name or parts.hostname,
+            name=name or default_http_server_name(url),
             timeout_seconds=timeout_seconds,
             startup_timeout_seconds=startup_timeout_seconds,
+            features=features,
         )
         self.url = url
         self.headers = dict(headers or {})
+        self.listen = listen
         self._transport = transport
         self._client: Any = None
         self._session_id: str | None = None
         self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[JsonDict]] = {}
+        self._get_stream: asyncio.Task[None] | None = None
 
     @property
     def session_id(self) -> str | None:
         """The server-assigned ``Mcp-Session-Id`` (None for stateless servers)."""
         return self._session_id
+
+    # -------------------------------------------------------------- lifecycle
 
     async def _open(self) -> None:
         import httpx  # lazily: importing avo_mcp must stay cheap
@@ -66,15 +95,34 @@ class MCPHttpServer(MCPSession):
         self._failure = None
         self._session_id = None
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.startup_timeout_seconds),
+            # Event streams may stay quiet for long: reads are unbounded here and
+            # every request is bounded by its own timeout instead.
+            timeout=httpx.Timeout(self.startup_timeout_seconds, read=None),
             transport=self._transport,
             trust_env=False,
         )
 
+    async def start(self) -> None:
+        """Handshake, list tools, then open the standalone GET stream (``listen``)."""
+        await super().start()
+        if self.listen and self._get_stream is None:
+            self._get_stream = asyncio.get_running_loop().create_task(
+                self._listen(), name=f"mcp-get-{self.name}"
+            )
+
     async def stop(self) -> None:
         """End the session (DELETE, best effort) and close the HTTP client."""
         self._started = False
+        stream, self._get_stream = self._get_stream, None
+        if stream is not None:
+            stream.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await stream
+        await self._cancel_background()
         client, self._client = self._client, None
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(MCPError(f"MCP server {self.name!r} was stopped"))
         if client is None:
             return
         try:
@@ -86,24 +134,24 @@ class MCPHttpServer(MCPSession):
             await client.aclose()
             self._session_id = None
 
-    def _headers(self) -> dict[str, str]:
-        headers = {
-            **self.headers,
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-        }
+    def _headers(self, *, accept: str = "application/json, text/event-stream") -> dict[str, str]:
+        headers = {**self.headers, "Accept": accept}
+        if accept != "text/event-stream":
+            headers["Content-Type"] = "application/json"
         if self._session_id is not None:
             headers["Mcp-Session-Id"] = self._session_id
         if self._protocol_version is not None:
             headers["MCP-Protocol-Version"] = self._protocol_version
         return headers
 
+    # ---------------------------------------------------------------- sending
+
     async def _notify(self, method: str, params: JsonDict | None) -> None:
         message: JsonDict = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
         async with asyncio.timeout(self.timeout_seconds):
-            await self._post(message, method, expect_id=None)
+            await self._post(message, method)
 
     async def _request(self, method: str, params: JsonDict | None, wait_seconds: float) -> JsonDict:
         if self._client is None:
@@ -112,9 +160,12 @@ class MCPHttpServer(MCPSession):
         message: JsonDict = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
         try:
             async with asyncio.timeout(wait_seconds):
-                reply = await self._post(message, method, expect_id=request_id)
+                await self._post(message, method, future=future)
+                reply = await future
         except TimeoutError:
             with contextlib.suppress(MCPError, TimeoutError):
                 await self._notify(
@@ -123,7 +174,8 @@ class MCPHttpServer(MCPSession):
             raise MCPError(
                 f"MCP server {self.name!r} did not answer {method} within {wait_seconds:g} seconds"
             ) from None
-        assert reply is not None
+        finally:
+            self._pending.pop(request_id, None)
         error = reply.get("error")
         if isinstance(error, dict):
             raise MCPError(
@@ -134,8 +186,9 @@ class MCPHttpServer(MCPSession):
         return result if isinstance(result, dict) else {}
 
     async def _post(
-        self, message: JsonDict, method: str, *, expect_id: int | None
-    ) -> JsonDict | None:
+        self, message: JsonDict, method: str, *, future: asyncio.Future[JsonDict] | None = None
+    ) -> None:
+        """POST one message; for a request, read its answer from the body or stream."""
         import httpx
 
         client = self._client
@@ -145,21 +198,29 @@ class MCPHttpServer(MCPSession):
             async with client.stream(
                 "POST", self.url, content=json.dumps(message), headers=self._headers()
             ) as response:
-                if response.status_code >= 400:
-                    body = (await response.aread()).decode("utf-8", errors="replace")
-                    raise MCPError(
-                        f"MCP server {self.name!r} answered {method} with HTTP "
-                        f"{response.status_code}: {body[:_ERROR_BODY_PREVIEW]}"
-                    )
+                await self._check_status(response, method)
                 if method == "initialize":
                     self._session_id = response.headers.get("mcp-session-id") or None
-                if expect_id is None:
-                    return None
+                if future is None:
+                    return
                 content_type = response.headers.get("content-type", "").split(";")[0].strip()
                 if content_type == "text/event-stream":
-                    return await self._from_event_stream(response, method, expect_id)
+                    state = EventStreamState()
+                    await self._consume(response, state, until=future)
+                    if not future.done():
+                        await self._resume(state, method, future)
+                    return
                 if content_type == "application/json":
-                    return self._match(json.loads(await response.aread()), method, expect_id)
+                    payload = json.loads(await response.aread())
+                    for item in payload if isinstance(payload, list) else [payload]:
+                        if isinstance(item, dict):
+                            await self._dispatch(item)
+                    if not future.done():
+                        raise MCPError(
+                            f"MCP server {self.name!r} sent no answer to {method} "
+                            f"(id {message.get('id')})"
+                        )
+                    return
                 raise MCPError(
                     f"MCP server {self.name!r} answered {method} with unexpected content type "
                     f"{content_type or '(none)'!r}"
@@ -173,46 +234,128 @@ class MCPHttpServer(MCPSession):
                 f"MCP server {self.name!r} sent invalid JSON for {method}: {exc}"
             ) from exc
 
-    def _match(self, payload: Any, method: str, expect_id: int) -> JsonDict:
-        for message in payload if isinstance(payload, list) else [payload]:
-            if (
-                isinstance(message, dict)
-                and message.get("id") == expect_id
-                and "method" not in message
-            ):
-                return message
-        raise MCPError(f"MCP server {self.name!r} sent no answer to {method} (id {expect_id})")
-
-    async def _from_event_stream(self, response: Any, method: str, expect_id: int) -> JsonDict:
-        data: list[str] = []
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-                continue
-            if line or not data:
-                continue  # event:, id:, retry:, comments, or an empty event
-            message = json.loads("\n".join(data))
-            data = []
-            if not isinstance(message, dict):
-                continue
-            if "method" in message:
-                if "id" in message:  # a server -> client request: answer, never leave it hanging
-                    reply = (
-                        result_response(message["id"], {})
-                        if message["method"] == "ping"
-                        else error_response(
-                            message["id"],
-                            METHOD_NOT_FOUND,
-                            f"method not found: {message['method']}",
-                        )
-                    )
-                    await self._post(reply, str(message["method"]), expect_id=None)
-                continue
-            if message.get("id") == expect_id:
-                return message
+    async def _check_status(self, response: Any, method: str) -> None:
+        if response.status_code < 400:
+            return
+        body = (await response.aread()).decode("utf-8", errors="replace")
+        if response.status_code == 401:
+            challenge = response.headers.get("www-authenticate", "")
+            found = _RESOURCE_METADATA.search(challenge)
+            where = f" (its authorization metadata: {found.group(1)})" if found else ""
+            raise MCPError(
+                f"MCP server {self.name!r} at {self.url} requires OAuth authorization{where}; "
+                "avo does not run the OAuth flow: get an access token from the service and "
+                f"add it as a header, e.g. avo mcp add {self.name} --url {self.url} "
+                '--header "Authorization: Bearer ${TOKEN}"'
+            )
+        if response.status_code == 404 and self._session_id is not None:
+            raise MCPError(
+                f"MCP server {self.name!r} no longer knows session {self._session_id} "
+                "(HTTP 404: it expired or the server restarted); start the server connection again"
+            )
         raise MCPError(
-            f"MCP server {self.name!r} closed the event stream before answering {method}"
+            f"MCP server {self.name!r} answered {method} with HTTP "
+            f"{response.status_code}: {body[:_ERROR_BODY_PREVIEW]}"
         )
+
+    # ------------------------------------------------------------ event streams
+
+    async def _consume(
+        self,
+        response: Any,
+        state: EventStreamState,
+        *,
+        until: asyncio.Future[JsonDict] | None = None,
+    ) -> None:
+        """Dispatch the stream's messages until it ends (or ``until`` is answered)."""
+        async for event in state.events(response.aiter_lines()):
+            if event.event != "message" or not event.data.strip():
+                continue  # a priming event, or an event type MCP does not use
+            try:
+                message = json.loads(event.data)
+            except ValueError:
+                raise MCPError(
+                    f"MCP server {self.name!r} sent an event that is not JSON: {event.data[:80]!r}"
+                ) from None
+            for item in message if isinstance(message, list) else [message]:
+                if isinstance(item, dict):
+                    await self._dispatch(item)
+            if until is not None and until.done():
+                return
+
+    async def _resume(
+        self, state: EventStreamState, method: str, future: asyncio.Future[JsonDict]
+    ) -> None:
+        """Reconnect with GET + Last-Event-ID until ``future`` is answered."""
+        import httpx
+
+        for _ in range(_MAX_RESUMPTIONS):
+            if future.done():
+                return
+            if state.last_event_id is None:
+                break  # nothing to resume from
+            await asyncio.sleep(state.retry_seconds)
+            client = self._client
+            if client is None:
+                break
+            headers = self._headers(accept="text/event-stream")
+            headers["Last-Event-ID"] = state.last_event_id
+            try:
+                async with client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code >= 400:
+                        break
+                    await self._consume(response, state, until=future)
+            except httpx.HTTPError as exc:
+                logger.debug("MCP server %r: resumption failed: %s", self.name, exc)
+        if not future.done():
+            raise MCPError(
+                f"MCP server {self.name!r} closed the event stream before answering {method}"
+            )
+
+    async def _listen(self) -> None:
+        """The standalone GET stream: server requests and notifications between calls."""
+        import httpx
+
+        state = EventStreamState()
+        failures = 0
+        while self._client is not None and failures < _GET_STREAM_MAX_RETRIES:
+            headers = self._headers(accept="text/event-stream")
+            if state.last_event_id is not None:
+                headers["Last-Event-ID"] = state.last_event_id
+            try:
+                async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code == 405 or response.status_code >= 400:
+                        return  # the server offers no standalone stream
+                    content_type = response.headers.get("content-type", "")
+                    if not content_type.startswith("text/event-stream"):
+                        return
+                    failures = 0
+                    await self._consume(response, state)
+            except (httpx.HTTPError, MCPError) as exc:
+                failures += 1
+                logger.debug("MCP server %r: GET stream ended: %s", self.name, exc)
+            await asyncio.sleep(state.retry_seconds * (1 + failures))
+
+    async def _dispatch(self, message: JsonDict) -> None:
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message:
+                self._spawn(self._answer(message))
+            else:
+                self._server_notification(message)
+            return
+        request_id = message.get("id")
+        future = self._pending.get(request_id) if isinstance(request_id, int) else None
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    async def _answer(self, message: JsonDict) -> None:
+        reply = await self._server_request(message)
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                await self._post(reply, str(message.get("method")))
+        except (MCPError, TimeoutError) as exc:
+            logger.warning("MCP server %r: could not answer its request: %s", self.name, exc)
 
     def __repr__(self) -> str:
         return f"MCPHttpServer(name={self.name!r}, url={self.url!r})"

@@ -88,7 +88,7 @@ class WorkspaceResources:
             candidate.relative_to(self.root)
         except ValueError:
             raise ResourceError(
-                INVALID_PARAMS, f"path escapes workspace root {self.root}: {candidate}"
+                INVALID_PARAMS, f"resource URI {uri!r} points outside the workspace"
             ) from None
         if not candidate.is_file():
             raise ResourceError(RESOURCE_NOT_FOUND, f"resource not found: {uri}")

@@ -48,10 +48,13 @@ DEFAULT_PROTOCOL_VERSION = "2025-06-18"
 CAPABILITIES: JsonDict = {
     "tools": {"listChanged": False},
     "resources": {"subscribe": False, "listChanged": False},
-    "prompts": {"listChanged": False},
     "logging": {},
     "completions": {},
 }
+"""What a server with a workspace declares (without one, ``resources`` is left out).
+
+No ``prompts``: avo serves no prompts, so it does not claim to.
+"""
 
 ReadFn = Callable[[], bytes | str]
 WriteFn = Callable[[str], Any]
@@ -145,11 +148,22 @@ class AvoMcpServer:
         try:
             return result_response(request_id, await handler(self, params))
         except ResourceError as exc:
-            return error_response(request_id, exc.code, str(exc))
+            return error_response(request_id, exc.code, self.scrub(str(exc)))
         except _InvalidParams as exc:
-            return error_response(request_id, INVALID_PARAMS, str(exc))
+            return error_response(request_id, INVALID_PARAMS, self.scrub(str(exc)))
         except Exception as exc:
-            return error_response(request_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+            return error_response(
+                request_id, INTERNAL_ERROR, self.scrub(f"{type(exc).__name__}: {exc}")
+            )
+
+    def scrub(self, text: str) -> str:
+        """``text`` without absolute host paths: the workspace becomes relative paths.
+
+        Paths inside the workspace are shown relative to it, the home
+        directory as ``~``, any other absolute path as ``<host path>``. A
+        client (and the model behind it) never learns the host's layout.
+        """
+        return scrub_paths(text, self.workspace_root)
 
     def _gate(self, method: str) -> str | None:
         if method == "ping":
@@ -170,9 +184,12 @@ class AvoMcpServer:
             version = HANDSHAKE_PROTOCOL_VERSIONS[-1]
         self.protocol_version = version
         self.initialized = True
+        capabilities = json.loads(json.dumps(CAPABILITIES))
+        if self.resources is None:
+            del capabilities["resources"]
         return {
             "protocolVersion": version,
-            "capabilities": json.loads(json.dumps(CAPABILITIES)),
+            "capabilities": capabilities,
             "serverInfo": {"name": self.server_name, "version": self.server_version},
         }
 
@@ -210,7 +227,7 @@ class AvoMcpServer:
             result = await self.registry.invoke(call, completed_tool_call_ids=set())
         if not result.success:
             return {
-                "content": [{"type": "text", "text": result.error or "tool failed"}],
+                "content": [{"type": "text", "text": self.scrub(result.error or "tool failed")}],
                 "isError": True,
             }
         answer: JsonDict = {
@@ -232,9 +249,6 @@ class AvoMcpServer:
     async def _resources_templates(self, params: JsonDict) -> JsonDict:
         return {"resourceTemplates": self.resources.templates() if self.resources else []}
 
-    async def _prompts_list(self, params: JsonDict) -> JsonDict:
-        return {"prompts": []}
-
     async def _set_level(self, params: JsonDict) -> JsonDict:
         return {}
 
@@ -250,7 +264,6 @@ class AvoMcpServer:
         "resources/list": _resources_list,
         "resources/read": _resources_read,
         "resources/templates/list": _resources_templates,
-        "prompts/list": _prompts_list,
         "logging/setLevel": _set_level,
         "completion/complete": _complete,
     }
@@ -328,6 +341,20 @@ class AvoMcpServer:
     ) -> None:
         """Alias of :meth:`serve_stdio` (``asyncio.run`` wrapper)."""
         self.serve_stdio(read_fn=read_fn, write_fn=write_fn)
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"`:,;)\]}]+)")
+
+
+def scrub_paths(text: str, workspace_root: Path | None) -> str:
+    """Replace absolute host paths in ``text`` (see :meth:`AvoMcpServer.scrub`)."""
+    if workspace_root is not None:
+        root = str(workspace_root)
+        text = text.replace(root + os.sep, "").replace(root, ".")
+    home = str(Path.home())
+    if home not in ("/", ""):
+        text = re.sub(re.escape(home) + r"(?=/|\b)", "~", text)
+    return _ABSOLUTE_PATH.sub("<host path>", text)
 
 
 def _valid_id(value: Any) -> bool:
@@ -417,6 +444,7 @@ __all__ = [
     "DEFAULT_PROTOCOL_VERSION",
     "AvoMcpServer",
     "required_tool_names",
+    "scrub_paths",
     "serve_stdio",
     "serve_stdio_async",
     "tool_annotations",

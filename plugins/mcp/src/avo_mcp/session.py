@@ -9,17 +9,45 @@
 from __future__ import annotations
 
 import abc
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from avo.exceptions import MCPError
-from avo_mcp.framing import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION, JsonDict
+from avo_mcp.features import ClientFeatures, ProgressCallback, ProgressUpdate, sampling_request
+from avo_mcp.framing import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    INTERNAL_ERROR,
+    LATEST_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
+    JsonDict,
+    error_response,
+    result_response,
+)
+
+logger = logging.getLogger("avo_mcp")
 
 DEFAULT_TIMEOUT_SECONDS = 90.0
 """Per-request timeout: 90s covers spawning a server on a cold CI runner."""
 
 CLIENT_INFO: JsonDict = {"name": "avo", "version": "1.0.0"}
 
-_MAX_TOOL_PAGES = 100
+_MAX_PAGES = 100
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+ToolsListener = Callable[["MCPSession"], None]
 
 
 class MCPSession(abc.ABC):
@@ -31,6 +59,7 @@ class MCPSession(abc.ABC):
         name: str,
         timeout_seconds: float,
         startup_timeout_seconds: float | None = None,
+        features: ClientFeatures | None = None,
     ) -> None:
         for label, value in (
             ("timeout_seconds", timeout_seconds),
@@ -44,11 +73,17 @@ class MCPSession(abc.ABC):
             timeout_seconds, DEFAULT_TIMEOUT_SECONDS
         )
         self._server_info: JsonDict = {}
+        self._instructions: str | None = None
         self._capabilities: JsonDict = {}
         self._protocol_version: str | None = None
         self._tools: tuple[JsonDict, ...] = ()
         self._started = False
         self._failure: MCPError | None = None
+        self.features = features or ClientFeatures()
+        self._progress: dict[str, tuple[str, ProgressCallback]] = {}
+        self._progress_ids = itertools.count(1)
+        self._tools_listeners: list[ToolsListener] = []
+        self._background: set[asyncio.Task[Any]] = set()
 
     # ----------------------------------------------------------- public state
 
@@ -56,6 +91,11 @@ class MCPSession(abc.ABC):
     def server_info(self) -> JsonDict:
         """``serverInfo`` from the server's initialize result."""
         return dict(self._server_info)
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` from initialize (how to use its tools), if any."""
+        return self._instructions
 
     @property
     def capabilities(self) -> JsonDict:
@@ -94,7 +134,7 @@ class MCPSession(abc.ABC):
                 "initialize",
                 {
                     "protocolVersion": LATEST_PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": self.features.capabilities(),
                     "clientInfo": dict(CLIENT_INFO),
                 },
                 wait_seconds=self.startup_timeout_seconds,
@@ -108,6 +148,8 @@ class MCPSession(abc.ABC):
             self._protocol_version = version
             self._server_info = _as_dict(result.get("serverInfo"))
             self._capabilities = _as_dict(result.get("capabilities"))
+            instructions = result.get("instructions")
+            self._instructions = instructions if isinstance(instructions, str) else None
             await self._after_initialize()
             await self._notify("notifications/initialized", None)
             self._started = True
@@ -145,33 +187,105 @@ class MCPSession(abc.ABC):
         """Send a JSON-RPC request and return its ``result`` object."""
         return await self._request(method, params, wait_seconds or self.timeout_seconds)
 
-    async def list_tools(self) -> tuple[JsonDict, ...]:
-        """Every tool the server offers, following pagination."""
-        tools: list[JsonDict] = []
+    async def _paged(self, method: str, key: str, params: JsonDict | None = None) -> list[JsonDict]:
+        """Every item of a paginated list method (``nextCursor`` followed)."""
+        items: list[JsonDict] = []
         cursor: str | None = None
-        for _ in range(_MAX_TOOL_PAGES):
-            result = await self.request("tools/list", {"cursor": cursor} if cursor else None)
-            page = result.get("tools")
+        for _ in range(_MAX_PAGES):
+            page_params = dict(params or {})
+            if cursor:
+                page_params["cursor"] = cursor
+            result = await self.request(method, page_params or None)
+            page = result.get(key)
             if not isinstance(page, list):
-                raise MCPError(f"MCP server {self.name!r} answered tools/list without a tools list")
-            tools.extend(t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str))
+                raise MCPError(f"MCP server {self.name!r} answered {method} without a {key} list")
+            items.extend(item for item in page if isinstance(item, dict))
             cursor = result.get("nextCursor")
             if not cursor:
                 break
+        return items
+
+    async def list_tools(self) -> tuple[JsonDict, ...]:
+        """Every tool the server offers, following pagination (repeated names dropped)."""
+        seen: set[str] = set()
+        tools: list[JsonDict] = []
+        for tool in await self._paged("tools/list", "tools"):
+            name = tool.get("name")
+            if isinstance(name, str) and name and name not in seen:
+                seen.add(name)
+                tools.append(tool)
         return tuple(tools)
 
-    async def call_tool(self, name: str, arguments: JsonDict) -> JsonDict:
+    async def list_resources(self) -> list[JsonDict]:
+        """``resources/list``, every page."""
+        return await self._paged("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[JsonDict]:
+        """``resources/templates/list``, every page."""
+        return await self._paged("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> list[JsonDict]:
+        """``resources/read``: the resource's ``contents`` (text or base64 blobs)."""
+        result = await self.request("resources/read", {"uri": uri})
+        contents = result.get("contents")
+        return [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+
+    async def list_prompts(self) -> list[JsonDict]:
+        """``prompts/list``, every page."""
+        return await self._paged("prompts/list", "prompts")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> JsonDict:
+        """``prompts/get``: ``{"description"?, "messages": [...]}``."""
+        params: JsonDict = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        return await self.request("prompts/get", params)
+
+    def add_tools_listener(self, listener: ToolsListener) -> None:
+        """Call ``listener(session)`` after the tool list was refreshed (list_changed)."""
+        self._tools_listeners.append(listener)
+
+    def remove_tools_listener(self, listener: ToolsListener) -> None:
+        """Stop calling ``listener``."""
+        with contextlib.suppress(ValueError):
+            self._tools_listeners.remove(listener)
+
+    async def refresh_tools(self) -> tuple[JsonDict, ...]:
+        """List the tools again and tell the listeners (what list_changed triggers)."""
+        self._tools = await self.list_tools()
+        for listener in list(self._tools_listeners):
+            try:
+                listener(self)
+            except Exception:
+                logger.exception("MCP tools listener failed for server %r", self.name)
+        return self._tools
+
+    async def call_tool(
+        self, name: str, arguments: JsonDict, *, on_progress: ProgressCallback | None = None
+    ) -> JsonDict:
         """Call one tool; return ``{"name", "is_error", "result"}`` plus ``"text"``.
 
         ``result`` is the raw ``CallToolResult``; ``text`` joins its text content.
         A tool-level error (``isError: true``) is returned, not raised — the
-        avo tool adapter turns it into a failed tool result.
+        avo tool adapter turns it into a failed tool result. Progress the server
+        reports goes to ``on_progress`` (default: the features' ``on_progress``).
         """
         if not self._started:
             raise self._failure or MCPError(
                 f"MCP server {self.name!r} is not started; call start() first"
             )
-        result = await self.request("tools/call", {"name": name, "arguments": arguments})
+        params: JsonDict = {"name": name, "arguments": arguments}
+        callback = on_progress or self.features.on_progress
+        token = None
+        if callback is not None:
+            token = f"avo-{next(self._progress_ids)}"
+            params["_meta"] = {"progressToken": token}
+            self._progress[token] = (name, callback)
+        try:
+            result = await self.request("tools/call", params)
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
         wrapped: JsonDict = {
             "name": name,
             "is_error": bool(result.get("isError")),
@@ -181,6 +295,75 @@ class MCPSession(abc.ABC):
         if text is not None:
             wrapped["text"] = text
         return wrapped
+
+    # ------------------------------------------------- server -> client messages
+
+    async def _server_request(self, message: JsonDict) -> JsonDict:
+        """Answer one request the server sent (ping, roots, sampling); never raises."""
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        try:
+            if method == "ping":
+                return result_response(request_id, {})
+            if method == "roots/list" and self.features.roots is not None:
+                return result_response(request_id, {"roots": self.features.root_list()})
+            if method == "sampling/createMessage" and self.features.sampling is not None:
+                request = sampling_request(self.name, params)
+                return result_response(request_id, await self.features.sampling(request))
+        except Exception as exc:
+            return error_response(request_id, INTERNAL_ERROR, str(exc))
+        return error_response(
+            request_id, METHOD_NOT_FOUND, f"method not found: {method} (not offered by avo)"
+        )
+
+    def _server_notification(self, message: JsonDict) -> None:
+        """Handle one notification the server sent (progress, list_changed, logs)."""
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "notifications/progress":
+            entry = self._progress.get(str(params.get("progressToken")))
+            progress = params.get("progress")
+            if entry is None or not isinstance(progress, int | float):
+                return
+            total = params.get("total")
+            note = params.get("message")
+            update = ProgressUpdate(
+                server=self.name,
+                tool=entry[0],
+                progress=float(progress),
+                total=float(total) if isinstance(total, int | float) else None,
+                message=note if isinstance(note, str) else None,
+            )
+            try:
+                entry[1](update)
+            except Exception:
+                logger.exception("MCP progress callback failed for server %r", self.name)
+        elif method == "notifications/tools/list_changed" and self._started:
+            self._spawn(self._refresh_quietly())
+        elif method == "notifications/message":
+            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            logger.log(level, "MCP server %r: %s", self.name, params.get("data"))
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh_tools()
+        except MCPError as exc:
+            logger.warning("MCP server %r: cannot refresh its tool list: %s", self.name, exc)
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _cancel_background(self) -> None:
+        tasks, self._background = list(self._background), set()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 def content_text(content: Any) -> str | None:

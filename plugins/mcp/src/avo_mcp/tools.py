@@ -6,6 +6,10 @@ adapter implements the :class:`avo.tools.Tool` protocol directly (``metadata``
 arguments model; the model sees the server's schema unchanged and the server
 validates the arguments.
 
+What a call returns to the model is the result rendered once by
+:mod:`avo_mcp.results` (text joined, structured content only when there is no
+text, media as placeholders, capped with a note), never the JSON-RPC wrapper.
+
 Every failure surfaces as :class:`~avo.exceptions.MCPError` (an alias of
 ``ToolExecutionError``), which ``ToolRegistry.invoke`` turns into a failed
 ``ToolResult`` for the model: a tool that reports ``isError``, a server that
@@ -14,7 +18,6 @@ crashed, hung past its timeout or wrote garbage.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -22,19 +25,11 @@ from typing import Any
 
 from avo.exceptions import MCPError
 from avo.models import ToolMetadata, ToolRisk
+from avo.tools import ToolRegistry
 from avo_mcp.framing import JsonDict
+from avo_mcp.naming import assign_tool_names, tool_name_for
+from avo_mcp.results import DEFAULT_MAX_OUTPUT_CHARS, convert_result
 from avo_mcp.session import MCPSession
-
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-_MAX_NAME = 64
-
-
-def tool_name_for(remote_name: str, prefix: str = "") -> str:
-    """A model-safe tool name: ``[A-Za-z0-9_-]{1,64}`` (providers reject others).
-
-    MCP allows names such as ``weather.get``; other characters become ``_``.
-    """
-    return _INVALID_NAME_CHARS.sub("_", f"{prefix}{remote_name}")[:_MAX_NAME]
 
 
 def risk_from_annotations(annotations: Mapping[str, Any] | None) -> ToolRisk | None:
@@ -63,12 +58,14 @@ class MCPTool:
         *,
         name: str | None = None,
         risk: ToolRisk | None = None,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> None:
         remote_name = descriptor.get("name")
         if not isinstance(remote_name, str) or not remote_name:
             raise MCPError(f"MCP tool descriptor has no name: {dict(descriptor)!r}")
         self.server = server
         self.remote_name = remote_name
+        self.max_output_chars = max_output_chars
         schema = descriptor.get("inputSchema")
         if not isinstance(schema, dict):
             schema = {"type": "object", "properties": {}}
@@ -89,22 +86,29 @@ class MCPTool:
         """Name, description and the server's input schema."""
         return self._metadata
 
-    async def invoke(self, arguments: Mapping[str, Any]) -> JsonDict:
-        """Call the remote tool; raise MCPError when it fails in any way."""
+    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+        """Call the remote tool and return what the model should read.
+
+        Raises MCPError when the call fails in any way (``isError`` included).
+        """
         try:
-            result = await self.server.call_tool(self.remote_name, dict(arguments))
+            wrapped = await self.server.call_tool(self.remote_name, dict(arguments))
         except MCPError as exc:
             raise MCPError(
                 f"MCP tool {self.remote_name!r} failed: {exc}", tool_name=self._metadata.name
             ) from exc
-        if result.get("is_error"):
-            detail = result.get("text") or "no error text"
+        raw = wrapped.get("result")
+        output = convert_result(
+            raw if isinstance(raw, dict) else {}, max_chars=self.max_output_chars
+        )
+        if wrapped.get("is_error"):
+            detail = output.for_model() if output.parts or output.structured else "no error text"
             raise MCPError(
                 f"MCP tool {self.remote_name!r} on server {self.server.name!r} "
                 f"returned an error: {detail}",
                 tool_name=self._metadata.name,
             )
-        return result
+        return output.for_model()
 
     def __repr__(self) -> str:
         return f"MCPTool({self._metadata.name!r} on {self.server.name!r})"
@@ -117,29 +121,117 @@ def mcp_tool(
     name: str | None = None,
     risk: ToolRisk | None = None,
     trust_annotations: bool = False,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
 ) -> MCPTool:
     """Wrap one ``tools/list`` descriptor of a started server as an avo tool."""
     if risk is None and trust_annotations:
         annotations = descriptor.get("annotations")
         risk = risk_from_annotations(annotations if isinstance(annotations, dict) else None)
-    return MCPTool(server, descriptor, name=name, risk=risk)
+    return MCPTool(server, descriptor, name=name, risk=risk, max_output_chars=max_output_chars)
 
 
 def mcp_tools(
-    server: MCPSession, *, prefix: str = "", trust_annotations: bool = False
-) -> list[MCPTool]:
-    """Every tool of a started server as avo tools (optionally name-prefixed)."""
-    if not server.started:
-        raise MCPError(f"MCP server {server.name!r} is not started; call start() first")
-    return [
-        mcp_tool(
-            server,
-            descriptor,
-            name=tool_name_for(descriptor["name"], prefix),
-            trust_annotations=trust_annotations,
-        )
-        for descriptor in server.tools
-    ]
+    server: MCPSession,
+    *,
+    prefix: str = "",
+    trust_annotations: bool = False,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    resource_tools: bool = True,
+) -> list[Any]:
+    """Every tool of a started server as avo tools (optionally name-prefixed).
+
+    Names are made model-safe and unique (see :mod:`avo_mcp.naming`). When the
+    server offers resources, ``list_resources`` and ``read_resource`` tools
+    are added (``resource_tools=False`` leaves them out).
+    """
+    return tools_for(
+        [server],
+        prefixes={server.name: prefix},
+        trust_annotations=trust_annotations,
+        max_output_chars=max_output_chars,
+        resource_tools=resource_tools,
+    )
+
+
+def tools_for(
+    servers: list[MCPSession],
+    *,
+    prefixes: Mapping[str, str],
+    trust_annotations: bool = False,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    resource_tools: bool = True,
+) -> list[Any]:
+    """The tools of several started servers, named together so no two clash."""
+    from avo_mcp.resource_tools import resource_tools_for
+
+    entries: list[tuple[tuple[str, str, str], str]] = []
+    for server in servers:
+        if not server.started:
+            raise MCPError(f"MCP server {server.name!r} is not started; call start() first")
+        prefix = prefixes.get(server.name, "")
+        for descriptor in server.tools:
+            entries.append(((server.name, "tool", descriptor["name"]), prefix + descriptor["name"]))
+        if resource_tools and "resources" in server.capabilities:
+            for remote in ("list_resources", "read_resource"):
+                entries.append(((server.name, "resource", remote), prefix + remote))
+    names = assign_tool_names(entries)
+    tools: list[Any] = []
+    for server in servers:
+        for descriptor in server.tools:
+            tools.append(
+                mcp_tool(
+                    server,
+                    descriptor,
+                    name=names[(server.name, "tool", descriptor["name"])],
+                    trust_annotations=trust_annotations,
+                    max_output_chars=max_output_chars,
+                )
+            )
+        if resource_tools and "resources" in server.capabilities:
+            tools.extend(
+                resource_tools_for(
+                    server,
+                    list_name=names[(server.name, "resource", "list_resources")],
+                    read_name=names[(server.name, "resource", "read_resource")],
+                    max_output_chars=max_output_chars,
+                )
+            )
+    return tools
+
+
+class ToolSync:
+    """Keep the MCP tools of some servers in a ``ToolRegistry`` current.
+
+    When a server announces ``notifications/tools/list_changed``, its tool
+    list is fetched again and the registry's MCP tools are replaced, so the
+    next model request (the runtime reads the registry for every step) offers
+    the new set. Tools not made by this object are never touched.
+    """
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+        self._registries: list[tuple[ToolRegistry, set[str]]] = []
+
+    def attach(self, registry: ToolRegistry) -> ToolRegistry:
+        """Register the current MCP tools in ``registry`` and keep them current."""
+        names = set()
+        for tool in self._build():
+            registry.register(tool)
+            names.add(tool.metadata.name)
+        self._registries.append((registry, names))
+        return registry
+
+    def refresh(self, _session: Any = None) -> None:
+        """Replace the MCP tools of every attached registry with the current set."""
+        tools = self._build()
+        for index, (registry, old) in enumerate(self._registries):
+            for name in old:
+                if name in registry:
+                    registry.unregister(name)
+            for tool in tools:
+                if tool.metadata.name not in registry:
+                    registry.register(tool)
+            self._registries[index] = (registry, {tool.metadata.name for tool in tools})
 
 
 @dataclass
@@ -154,10 +246,15 @@ class MCPClient:
     started: bool = False
     prefix: str = ""
     trust_annotations: bool = field(default=False)
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    resource_tools: bool = True
+    _sync: ToolSync | None = field(default=None, init=False, repr=False)
 
     async def __aenter__(self) -> MCPClient:
         await self.server.start()
         self.started = True
+        self._sync = ToolSync(self.tools)
+        self.server.add_tools_listener(self._sync.refresh)
         return self
 
     async def __aexit__(
@@ -167,20 +264,36 @@ class MCPClient:
         tb: TracebackType | None,
     ) -> None:
         self.started = False
+        if self._sync is not None:
+            self.server.remove_tools_listener(self._sync.refresh)
         await self.server.stop()
 
-    def tools(self) -> list[MCPTool]:
+    def tools(self) -> list[Any]:
         """The server's tools; only valid inside the ``async with`` block."""
         if not self.started:
             raise MCPError("MCPClient used outside `async with` block")
-        return mcp_tools(self.server, prefix=self.prefix, trust_annotations=self.trust_annotations)
+        return mcp_tools(
+            self.server,
+            prefix=self.prefix,
+            trust_annotations=self.trust_annotations,
+            max_output_chars=self.max_output_chars,
+            resource_tools=self.resource_tools,
+        )
+
+    def attach(self, registry: ToolRegistry) -> ToolRegistry:
+        """Put the tools in ``registry`` (e.g. ``runtime.tools``) and keep them current."""
+        if not self.started or self._sync is None:
+            raise MCPError("MCPClient used outside `async with` block")
+        return self._sync.attach(registry)
 
 
 __all__ = [
     "MCPClient",
     "MCPTool",
+    "ToolSync",
     "mcp_tool",
     "mcp_tools",
     "risk_from_annotations",
     "tool_name_for",
+    "tools_for",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from avo_tools.errors import (
     EditFileError,
     EgressDeniedError,
+    NotTextError,
     SandboxNotBoundError,
     WorkspaceNotBoundError,
     WorkspacePathError,
@@ -28,6 +29,7 @@ from avo_tools.workspace import Workspace, bind_workspace, current_workspace, va
 __all__ = [
     "EditFileError",
     "EgressDeniedError",
+    "NotTextError",
     "SandboxNotBoundError",
     "Workspace",
     "WorkspaceNotBoundError",

@@ -6,6 +6,7 @@
     ├── WorkspacePathError            a path is refused by workspace containment (§10.1)
     ├── ToolExecutionError
     │   └── EgressDeniedError         web_fetch refused a destination (egress policy)
+    ├── NotTextError                  (also ValueError) read_file met bytes that are not text
     ├── EditFileError                 (also RuntimeError) an edit cannot be applied /
     │   │                             a workspace tool ran with no workspace bound
     │   └── WorkspaceNotBoundError
@@ -23,6 +24,10 @@ class WorkspacePathError(AvoError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class NotTextError(AvoError, ValueError):
+    """``read_file`` was asked for a file whose bytes are not text in the given encoding."""
 
 
 class EditFileError(AvoError, RuntimeError):
@@ -48,6 +53,7 @@ class EgressDeniedError(ToolExecutionError):
 __all__ = [
     "EditFileError",
     "EgressDeniedError",
+    "NotTextError",
     "SandboxNotBoundError",
     "WorkspaceNotBoundError",
     "WorkspacePathError",

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from avo.models import ToolRisk
 from avo.tools import FunctionTool
 from avo_tools._build import build_tool
-from avo_tools.errors import EditFileError
+from avo_tools.errors import EditFileError, NotTextError
 from avo_tools.workspace import PathLike, Workspace, bind_workspace, current_workspace
 
 MAX_READ_BYTES = 1_048_576
@@ -56,12 +56,23 @@ class BatchReplaceArguments(_Args):
     dry_run: bool = False
 
 
-def _decode(data: bytes, encoding: str, path: str) -> str:
+def _decode(data: bytes, encoding: str, path: str, *, reading: bool = False) -> str:
     try:
         return data.decode(encoding)
     except LookupError:
         raise EditFileError(f"unknown encoding {encoding!r}; use e.g. 'utf-8'") from None
     except UnicodeDecodeError:
+        if reading:
+            binary = b"\x00" in data[:8192]
+            raise NotTextError(
+                f"{path} is not {encoding} text"
+                + (
+                    " (it looks like a binary file); read_file reads text files only"
+                    if binary
+                    else ""
+                )
+                + "; if it is text in another encoding, pass encoding (e.g. 'latin-1')"
+            ) from None
         raise EditFileError(
             f"{path} is not valid {encoding} text; pass the right encoding"
         ) from None
@@ -72,7 +83,7 @@ def _read_file(args: ReadFileArguments) -> dict[str, object]:
     resolved, data, size = workspace.read_bytes(args.path, limit=MAX_READ_BYTES)
     rel = workspace.relative(resolved)
     content = (
-        _decode(data, args.encoding, rel)
+        _decode(data, args.encoding, rel, reading=True)
         if size <= MAX_READ_BYTES
         else data.decode(args.encoding, errors="replace")
     )

@@ -1,0 +1,192 @@
+"""What avo's MCP client offers a server: roots, sampling, progress, logging.
+
+A :class:`ClientFeatures` is given to a server connection (``MCPServer``,
+``MCPHttpServer``, ``MCPToolbox`` or ``servers_from_config``). Each feature is
+declared in the ``initialize`` capabilities only when it is configured:
+
+- ``roots``: directories the server may work in (avo passes the workspace);
+  ``roots/list`` answers them as ``file://`` URIs.
+- ``sampling``: a handler for ``sampling/createMessage``;
+  :class:`ProviderSampler` answers with an avo model provider (the run's own)
+  after the approval callback allowed it.
+- ``on_progress``: receives the server's ``notifications/progress`` for a
+  running tool call (avo sends a ``progressToken`` with every ``tools/call``
+  when it is set).
+
+Elicitation (``elicitation/create``) is not declared: a server that sends it
+anyway gets "method not found", which MCP servers treat as "not supported".
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from avo.exceptions import MCPError
+from avo.models import ModelRequest, ToolCall
+from avo_mcp.framing import JsonDict
+from avo_mcp.results import MediaPart, ResourceTextPart, TextPart, convert_item
+
+logger = logging.getLogger("avo_mcp")
+
+
+@dataclass(frozen=True)
+class ProgressUpdate:
+    """One ``notifications/progress`` for a tool call."""
+
+    server: str
+    tool: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+    def describe(self) -> str:
+        """``server/tool: 3/10 message`` for a status line."""
+        amount = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"{self.server}/{self.tool}: {amount}" + (f" {self.message}" if self.message else "")
+
+
+@dataclass(frozen=True)
+class SamplingRequest:
+    """A server's ``sampling/createMessage``, as avo reads it."""
+
+    server: str
+    messages: tuple[dict[str, Any], ...]
+    system_prompt: str | None = None
+    max_tokens: int | None = None
+    params: JsonDict = field(default_factory=dict)
+
+
+ProgressCallback = Callable[[ProgressUpdate], None]
+SamplingHandler = Callable[[SamplingRequest], Awaitable[JsonDict]]
+ApprovalCallback = Callable[[ToolCall], bool | Awaitable[bool]]
+
+
+@dataclass
+class ClientFeatures:
+    """The client-side MCP features one connection offers (all off by default)."""
+
+    roots: Sequence[str | Path] | None = None
+    sampling: SamplingHandler | None = None
+    on_progress: ProgressCallback | None = None
+
+    def capabilities(self) -> JsonDict:
+        """The ``capabilities`` object of ``initialize``: only what is configured."""
+        capabilities: JsonDict = {}
+        if self.roots is not None:
+            capabilities["roots"] = {"listChanged": False}
+        if self.sampling is not None:
+            capabilities["sampling"] = {}
+        return capabilities
+
+    def root_list(self) -> list[JsonDict]:
+        """``roots/list`` entries: ``file://`` URIs of the configured directories."""
+        roots = []
+        for root in self.roots or ():
+            path = Path(root).expanduser().resolve()
+            roots.append({"uri": path.as_uri(), "name": path.name or str(path)})
+        return roots
+
+
+class ProviderSampler:
+    """Answer ``sampling/createMessage`` with an avo model provider, after approval.
+
+    ``approval_callback`` is the runtime's approval seam: it receives a
+    ``ToolCall`` named ``mcp_sampling`` whose arguments name the server and
+    carry the messages, so a permission mode (or a person at a prompt) decides
+    as for any tool call. A refusal answers the server with an error.
+    """
+
+    def __init__(self, provider: Any, *, approval_callback: ApprovalCallback) -> None:
+        self.provider = provider
+        self.approval_callback = approval_callback
+        self._ids = itertools.count(1)
+
+    async def __call__(self, request: SamplingRequest) -> JsonDict:
+        """Approve, ask the provider, answer a ``CreateMessageResult``."""
+        messages = _provider_messages(request)
+        call = ToolCall(
+            name="mcp_sampling",
+            arguments={
+                "server": request.server,
+                "messages": messages,
+                "max_tokens": request.max_tokens,
+            },
+        )
+        approved = self.approval_callback(call)
+        if inspect.isawaitable(approved):
+            approved = await approved
+        if not approved:
+            raise MCPError(f"sampling request from MCP server {request.server!r} was not approved")
+        model_request = ModelRequest(
+            run_id=f"mcp-sampling-{request.server}-{next(self._ids)}", step=1, messages=messages
+        )
+        response = await self.provider.generate(model_request)
+        if response.content is None:
+            raise MCPError("the model answered the sampling request with a tool call")
+        model = getattr(self.provider, "model", None) or getattr(self.provider, "name", "avo")
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": response.content},
+            "model": str(model),
+            "stopReason": "endTurn",
+        }
+
+
+def _provider_messages(request: SamplingRequest) -> list[Any]:
+    """Sampling messages as the kernel's text messages (media described, not sent)."""
+    messages: list[Any] = []
+    if request.system_prompt:
+        messages.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        role = message.get("role") if message.get("role") in ("user", "assistant") else "user"
+        content = message.get("content")
+        items = content if isinstance(content, list) else [content]
+        texts = []
+        for item in items:
+            part = convert_item(item)
+            if isinstance(part, TextPart | ResourceTextPart):
+                texts.append(part.text)
+            elif isinstance(part, MediaPart):
+                texts.append(part.placeholder())
+        messages.append({"role": role, "content": "\n".join(texts)})
+    return messages
+
+
+def sampling_request(server: str, params: Mapping[str, Any]) -> SamplingRequest:
+    """Read ``sampling/createMessage`` params; MCPError when they are malformed."""
+    messages = params.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise MCPError("sampling/createMessage needs a list of messages")
+    system = params.get("systemPrompt")
+    max_tokens = params.get("maxTokens")
+    return SamplingRequest(
+        server=server,
+        messages=tuple(messages),
+        system_prompt=system if isinstance(system, str) else None,
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+        params=dict(params),
+    )
+
+
+def log_progress(update: ProgressUpdate) -> None:
+    """A progress sink that logs each update (``avo_mcp`` logger, INFO)."""
+    logger.info("MCP progress %s", update.describe())
+
+
+__all__ = [
+    "ApprovalCallback",
+    "ClientFeatures",
+    "ProgressCallback",
+    "ProgressUpdate",
+    "ProviderSampler",
+    "SamplingHandler",
+    "SamplingRequest",
+    "log_progress",
+    "sampling_request",
+]
