@@ -12,6 +12,7 @@
 #   $AVO_TEST_SERVICES_DIR/postgres.dsn and prints it.
 #
 # Tests read AVO_TEST_POSTGRES_DSN, else that file; with neither they skip.
+# - Installs the pinned npm MCP packages (scripts/ensure-mcp-interop.sh).
 # Stop the cluster with: scripts/ensure-services.sh stop
 set -euo pipefail
 
@@ -130,6 +131,11 @@ if [[ "$(psql_q "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")" != 1 ]]; 
     psql_q "CREATE DATABASE $PG_DB" >/dev/null
     log "created database $PG_DB"
 fi
+
+# The pinned third-party MCP servers and conformance suite the avo-mcp tests
+# run (npm); its test fixture installs them too, and fails loudly there.
+bash "$(dirname "$0")/ensure-mcp-interop.sh" >/dev/null \
+    || log "MCP interop packages not installed now (exit $?); the avo-mcp tests will retry"
 
 DSN="postgresql://postgres@127.0.0.1:$PG_PORT/$PG_DB"
 echo "$DSN" >"$DSN_FILE.tmp"
