@@ -110,8 +110,15 @@ def test_example_suite_passes_and_reports(avo: Any, example_suite: Path, tmp_pat
     assert tags[:3] == [("fix-typo", 1), ("fix-typo", 2), ("fix-typo", 3)]
     assert {r.user_state["eval"]["id"] for r in runs} == {data["eval_id"]}
     assert {r.user_state["eval"]["suite"] for r in runs} == {"example"}
-    listed = avo("runs", "list")
-    assert listed.returncode == 0 and listed.stdout.count("completed") >= 9
+    assert f"runs: avo runs list -d {tmp_path / 'avo.db'} --tag eval.id={data['eval_id']}" in (
+        done.stdout
+    )
+    listed = avo(
+        "runs", "list", "--tag", f"eval.id={data['eval_id']}", "--tag", "eval.case=fix-typo"
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.splitlines()[1:]
+    assert len(rows) == 3 and all("app.py does not compile" in row for row in rows)
 
 
 def test_broken_tool_plugin_fails_named_cases_and_baseline_shows_regression(

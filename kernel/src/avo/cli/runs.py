@@ -37,7 +37,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         )
         return command
 
-    add("list", "list stored runs, newest first")
+    listing = add("list", "list stored runs, newest first")
+    listing.add_argument(
+        "--tag",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="only runs whose user_state has KEY (a dotted path, e.g. eval.case) equal to VALUE; "
+        "repeat to require several",
+    )
     inspect_cmd = add("inspect", "print a run's trace (RunTrace.to_text)")
     inspect_cmd.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix)")
     resume = add("resume", "resume a FakeProvider run from its latest checkpoint")
@@ -124,10 +132,35 @@ async def resolve_run_id(store: Any, text: str) -> str:
 # ------------------------------------------------------------------ subcommands
 
 
+def _tag_filter(tags: list[str] | None) -> Callable[[Any], bool]:
+    """A predicate on a run's ``user_state`` for ``--tag KEY=VALUE`` (dotted keys)."""
+    wanted: list[tuple[list[str], str]] = []
+    for tag in tags or []:
+        key, sep, value = tag.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"--tag {tag!r} is not KEY=VALUE; e.g. --tag eval.case=write-notes", key="tag"
+            )
+        wanted.append((key.strip().split("."), value))
+
+    def matches(run: Any) -> bool:
+        for path, value in wanted:
+            found: Any = run.user_state
+            for part in path:
+                found = found.get(part) if isinstance(found, dict) else None
+            if found is None or str(found) != value:
+                return False
+        return True
+
+    return matches
+
+
 async def _list(store: Any, args: argparse.Namespace) -> int:
-    runs = await store.list_runs()
+    keep = _tag_filter(getattr(args, "tag", None))
+    runs = [run for run in await store.list_runs() if keep(run)]
     if not runs:
-        print(f"no runs in {_location(args)}")
+        tagged = " with " + ", ".join(args.tag) if getattr(args, "tag", None) else ""
+        print(f"no runs{tagged} in {_location(args)}")
         return 0
     header = ("RUN ID", "STATE", "STOP REASON", "STEPS", "TOKENS", "CREATED", "TASK")
     rows = [

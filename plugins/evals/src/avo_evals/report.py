@@ -237,7 +237,8 @@ def to_text(results: EvalResults) -> str:
     lines += [
         "",
         f"{len(results.cases)} cases: {passed} passed, {len(failed)} failed "
-        f"(eval {results.eval_id}; runs in {results.store})",
+        f"(eval {results.eval_id})",
+        f"runs: avo runs list -d {results.store} --tag eval.id={results.eval_id}",
     ]
     return "\n".join(lines) + "\n"
 
