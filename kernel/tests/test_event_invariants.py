@@ -39,8 +39,9 @@ async def new_store() -> InMemoryEventStore:
     return store
 
 
-def test_event_type_lists_the_21_reference_members() -> None:
-    assert len(EventType) == 21
+def test_event_type_lists_the_21_reference_members_plus_hook_failed() -> None:
+    assert len(EventType) == 22
+    assert EventType.HOOK_FAILED.value == "hook_failed"  # the one addition (hook faults)
     assert {t.value for t in TERMINAL_EVENT_TYPES} == {
         "run_completed",
         "run_failed",

@@ -111,7 +111,8 @@ async def test_hooks_fire_and_can_modify_arguments(
     hooks.register(HookEvent.PRE_TOOL_USE, lambda ctx: HookDecision(modified_args={"n": 42}))
     hooks.register(HookEvent.POST_TOOL_USE, make_logging_hook(sink))
     hooks.register(HookEvent.STOP, make_logging_hook(sink))
-    hooks.register(HookEvent.PRE_TOOL_USE, lambda ctx: 1 / 0)  # a raising hook is contained
+    # A raising after-hook is contained (and reported); a raising guard would deny the call.
+    hooks.register(HookEvent.POST_TOOL_USE, lambda ctx: 1 / 0)
     runtime = AgentRuntime(
         provider=FakeProvider([call(n=1), answer()]), tools=[echo_tool], hooks=hooks
     )
@@ -122,6 +123,8 @@ async def test_hooks_fire_and_can_modify_arguments(
     events = await runtime.event_store.get_events(result.run_id)
     approved = next(e for e in events if e.event_type is EventType.TOOL_APPROVED)
     assert approved.payload["arguments"] == {"n": 42}
+    [fault] = [e for e in events if e.event_type is EventType.HOOK_FAILED]
+    assert fault.payload["event"] == "post_tool_use" and fault.payload["outcome"] == "ignored"
 
 
 async def test_tool_timeout_becomes_a_failed_result(call: Any, answer: Any) -> None:

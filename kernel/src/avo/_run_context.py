@@ -52,6 +52,8 @@ class _RunContext:
     # The last copy of ``messages`` handed out (a checkpoint's, a model request's),
     # shared by the next one while the transcript is unchanged.
     messages_snapshot: list[dict[str, JsonValue]] | None = None
+    # Hook / observer faults already reported for this run (avo._hook_faults).
+    reported_faults: set[tuple[str, str, str]] = field(default_factory=set)
     # The run's id, read once (it never changes; a plain attribute is read ~20 times a step).
     run_id: str = field(init=False, default="")
 

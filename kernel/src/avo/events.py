@@ -29,7 +29,7 @@ from avo.state import (
 
 
 class EventType(StrEnum):
-    """Every kind of event a run's log can hold (the 21 listed in §6)."""
+    """Every kind of event a run's log can hold (the 21 listed in §6, plus HOOK_FAILED)."""
 
     RUN_CREATED = "run_created"
     STATE_CHANGED = "state_changed"
@@ -52,6 +52,9 @@ class EventType(StrEnum):
     RUN_FAILED = "run_failed"
     RUN_STOPPED = "run_stopped"
     RUN_CANCELLED = "run_cancelled"
+    # Not in §6: a hook or run observer raised (payload: hook, source, event, error_type,
+    # error, outcome); see avo.hooks and docs/hooks.md.
+    HOOK_FAILED = "hook_failed"
 
 
 TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(

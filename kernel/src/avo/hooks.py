@@ -1,4 +1,11 @@
-"""Run hooks: PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION, STOP (§18.1)."""
+"""Run hooks: PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION, STOP (§18.1).
+
+A hook that raises (or returns something other than a :class:`HookDecision`
+or ``None``) is a *fault*, never silence: :meth:`HookRegistry.fire` lists it in
+the decision's ``faults`` (the runtime records a HOOK_FAILED event and logs a
+warning for each), and at PRE_TOOL_USE it **fails closed**: the call is
+blocked with the hook's name in the reason. Elsewhere the run goes on.
+"""
 
 from __future__ import annotations
 
@@ -28,12 +35,25 @@ class HookAction(Enum):
 
 
 @dataclass(frozen=True)
+class HookFault:
+    """A hook that raised (or answered with something that is not a decision)."""
+
+    hook: str
+    error_type: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"hook {self.hook!r} raised {self.error_type}: {self.error}"
+
+
+@dataclass(frozen=True)
 class HookDecision:
-    """What a hook decided."""
+    """What a hook decided (and, from :meth:`HookRegistry.fire`, which hooks faulted)."""
 
     action: HookAction = HookAction.ALLOW
     reason: str = ""
     modified_args: dict[str, Any] | None = None
+    faults: tuple[HookFault, ...] = ()
 
     @classmethod
     def allow(cls, reason: str = "") -> HookDecision:
@@ -67,47 +87,75 @@ class HookContext:
 HookCallable = Callable[[HookContext], HookDecision | Awaitable[HookDecision]]
 
 
+def hook_name(hook: Any) -> str:
+    """A readable name for a hook callable (its qualified name, else its repr)."""
+    name = getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None)
+    return str(name) if name else repr(hook)
+
+
 class HookRegistry:
     """Hooks by event, in registration order."""
 
     def __init__(self) -> None:
         self._hooks: dict[HookEvent, list[HookCallable]] = {event: [] for event in HookEvent}
+        self._names: dict[int, str] = {}
 
-    def register(self, event: HookEvent, hook: HookCallable) -> None:
-        """Add ``hook`` for ``event``."""
+    def register(self, event: HookEvent, hook: HookCallable, *, name: str | None = None) -> None:
+        """Add ``hook`` for ``event``; ``name`` is how faults report it (default: its own)."""
         self._hooks[HookEvent(event)].append(hook)
+        if name:
+            self._names[id(hook)] = name
 
     def hooks_for(self, event: HookEvent) -> tuple[HookCallable, ...]:
         """The hooks registered for ``event``."""
         return tuple(self._hooks[event])
 
+    def name_of(self, hook: HookCallable) -> str:
+        """The name faults report ``hook`` by."""
+        return self._names.get(id(hook)) or hook_name(hook)
+
     def __bool__(self) -> bool:
         return any(self._hooks.values())
 
     async def fire(self, event: HookEvent, context: HookContext) -> HookDecision:
-        """Call the hooks in order; the first BLOCK wins. A raising hook counts as ALLOW.
+        """Call the hooks in order; the first BLOCK wins.
 
+        A hook that raises, or returns anything but a :class:`HookDecision` or
+        ``None``, is listed in the result's ``faults``. At PRE_TOOL_USE such a
+        fault blocks the call (fail closed) with the hook's name in the reason;
+        at the other events the remaining hooks still run and the result allows.
         An ALLOW may carry ``modified_args`` (PRE_TOOL_USE); the last one given wins.
         """
         reasons: list[str] = []
+        faults: list[HookFault] = []
         modified: dict[str, Any] | None = None
+        guard = event is HookEvent.PRE_TOOL_USE
         for hook in self._hooks[event]:
             try:
                 decision = hook(context)
                 if inspect.isawaitable(decision):
                     decision = await decision
+                if decision is not None and not isinstance(decision, HookDecision):
+                    raise TypeError(
+                        f"returned {type(decision).__name__}, not a HookDecision (or None)"
+                    )
             except Exception as exc:
-                reasons.append(f"hook raised {type(exc).__name__}: {exc}")
+                fault = HookFault(self.name_of(hook), type(exc).__name__, str(exc))
+                faults.append(fault)
+                if guard:
+                    reason = f"{fault}; a failing pre_tool_use guard denies the call"
+                    return HookDecision(HookAction.BLOCK, reason, None, tuple(faults))
+                reasons.append(str(fault))
                 continue
-            if not isinstance(decision, HookDecision):
+            if decision is None:
                 continue
             if decision.blocked:
-                return decision
+                return HookDecision(HookAction.BLOCK, decision.reason, None, tuple(faults))
             if decision.reason:
                 reasons.append(decision.reason)
             if decision.modified_args is not None:
                 modified = decision.modified_args
-        return HookDecision(HookAction.ALLOW, "; ".join(reasons), modified)
+        return HookDecision(HookAction.ALLOW, "; ".join(reasons), modified, tuple(faults))
 
 
 def make_blocking_hook(reason: str) -> HookCallable:
@@ -136,7 +184,9 @@ __all__ = [
     "HookContext",
     "HookDecision",
     "HookEvent",
+    "HookFault",
     "HookRegistry",
     "make_blocking_hook",
+    "hook_name",
     "make_logging_hook",
 ]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
 from avo.circuit_breaker import CircuitBreaker
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
@@ -172,9 +173,13 @@ class AgentRuntime:
             self._start_breaker()
             if self._plugins is not None:
                 self._call_plugins(
-                    "avo_run_started", run_id=run.run_id, task=task, plugins=plugin_set or []
+                    "avo_run_started",
+                    ctx=ctx,
+                    run_id=run.run_id,
+                    task=task,
+                    plugins=plugin_set or [],
                 )
-            notify_appended(self, stored)
+            notify_appended(self, stored, ctx)
             return await self._drive(ctx)
 
     async def resume(self, run_id: str) -> RunResult:
@@ -263,11 +268,15 @@ class AgentRuntime:
             )
         result = result_of(ctx)
         if self.hooks is not None:
-            await self.hooks.fire(
+            decision = await self.hooks.fire(
                 HookEvent.STOP, HookContext(HookEvent.STOP, ctx.run_id, run=ctx.run)
             )
+            if decision.faults:  # the log is closed: reported as warnings only
+                report_hook_faults(
+                    self, ctx, "stop", decision.faults, outcome="ignored", run_id=ctx.run_id
+                )
         if self._plugins is not None:
-            self._call_plugins("avo_run_finished", run_id=ctx.run_id, result=result)
+            self._call_plugins("avo_run_finished", ctx=ctx, run_id=ctx.run_id, result=result)
         return result
 
     async def _resync_log(self, ctx: _RunContext) -> None:
@@ -399,11 +408,21 @@ class AgentRuntime:
                 run_id=run_id,
             )
 
-    def _call_plugins(self, hook_name: str, **kwargs: Any) -> None:
+    def _call_plugins(self, hook_name: str, *, ctx: _RunContext | None, **kwargs: Any) -> None:
+        """Call a run-lifecycle hook on every plugin; report (not raise) what raised."""
+        plugins = self._plugins
+        call_observers = getattr(plugins, "call_observers", None)
         try:
-            getattr(self._plugins.hook, hook_name)(**kwargs)  # type: ignore[union-attr]
+            if call_observers is None:  # a manager of another make: its relay isolates
+                getattr(plugins.hook, hook_name)(**kwargs)  # type: ignore[union-attr]
+                return
+            faults = call_observers(hook_name, **kwargs)
         except Exception:
             logger.exception("a plugin's %s hook raised; the run goes on", hook_name)
+            return
+        if faults:
+            run_id = ctx.run_id if ctx is not None else str(kwargs.get("run_id", "?"))
+            report_observer_faults(self, ctx, hook_name, faults, run_id)
 
 
 def _text_attr(obj: object, name: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
 from avo.hooks import HookContext, HookEvent
 from avo.runtime_persistence import elapsed_seconds, flush, trigger_policy
@@ -20,10 +21,14 @@ async def check_consecutive_errors(rt: AgentRuntime, ctx: _RunContext) -> bool:
     message = f"Run stopped: {ctx.consecutive_errors} consecutive errors (limit {limit})."
     if rt.hooks is not None:
         await flush(rt, ctx)
-        await rt.hooks.fire(
+        decision = await rt.hooks.fire(
             HookEvent.NOTIFICATION,
             HookContext(HookEvent.NOTIFICATION, ctx.run_id, run=ctx.run, notification=message),
         )
+        if decision.faults:
+            report_hook_faults(
+                rt, ctx, "notification", decision.faults, outcome="ignored", run_id=ctx.run_id
+            )
     await trigger_policy(rt, ctx, StopReason.CONSECUTIVE_ERRORS, message)
     return True
 

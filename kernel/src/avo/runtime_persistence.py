@@ -78,15 +78,12 @@ def _event(
 _first = operator.itemgetter(0)
 
 
-def notify_appended(rt: AgentRuntime, event: AgentEvent) -> None:
-    """Tell observer plugins about a stored event; an observer that raises is only logged."""
+def notify_appended(rt: AgentRuntime, event: AgentEvent, ctx: _RunContext | None = None) -> None:
+    """Tell observer plugins about a stored event; one that raises is reported, not fatal."""
     plugins = rt._plugins
     if plugins is None:
         return
-    try:
-        plugins.hook.avo_event_appended(event=event)
-    except Exception:
-        logger.exception("a plugin's avo_event_appended hook raised; the run goes on")
+    rt._call_plugins("avo_event_appended", ctx=ctx, event=event)
 
 
 # -- the write buffer -----------------------------------------------------------
@@ -144,7 +141,7 @@ async def flush(rt: AgentRuntime, ctx: _RunContext) -> None:
         )
     if rt._plugins is not None:
         for event in stored:
-            notify_appended(rt, event)
+            notify_appended(rt, event, ctx)
 
 
 def append(
@@ -419,8 +416,8 @@ async def terminate(
     ctx.log.apply(stored_state)
     ctx.log.apply(stored_terminal)
     ctx.run = run
-    notify_appended(rt, stored_state)
-    notify_appended(rt, stored_terminal)
+    notify_appended(rt, stored_state, ctx)
+    notify_appended(rt, stored_terminal, ctx)
 
 
 def result_of(ctx: _RunContext) -> RunResult:

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from avo._deadline import within
+from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
 from avo.events import EventType
 from avo.hooks import HookContext, HookEvent
@@ -85,6 +86,10 @@ async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             HookEvent.PRE_TOOL_USE,
             HookContext(HookEvent.PRE_TOOL_USE, ctx.run_id, tool_call=call, run=ctx.run),
         )
+        if decision.faults:  # a failing guard fails closed: the decision blocks
+            report_hook_faults(
+                rt, ctx, "pre_tool_use", decision.faults, outcome="denied", run_id=ctx.run_id
+            )
         if decision.blocked:
             await _deny(rt, ctx, decision.reason or "blocked by a pre_tool_use hook", "hook")
             return
@@ -133,12 +138,16 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     transition(rt, ctx, RunState.OBSERVATION_RECORDED)
     if rt.hooks is not None:
         await flush(rt, ctx)
-        await rt.hooks.fire(
+        after = await rt.hooks.fire(
             HookEvent.POST_TOOL_USE,
             HookContext(
                 HookEvent.POST_TOOL_USE, ctx.run_id, tool_call=call, tool_result=result, run=ctx.run
             ),
         )
+        if after.faults:
+            report_hook_faults(
+                rt, ctx, "post_tool_use", after.faults, outcome="ignored", run_id=ctx.run_id
+            )
     await checkpoint(rt, ctx)
     await after_observation_checks(rt, ctx)
 

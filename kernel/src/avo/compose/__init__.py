@@ -295,7 +295,7 @@ def compose(
         settings = _settings(spec, ref.settings, file=label, key=f"hooks[{index}].settings")
         made = _call_factory(spec.factory, settings, environ=env, store_location=location)
         for event, hook in made:
-            hook_registry.register(HookEvent(event), hook)
+            hook_registry.register(HookEvent(event), hook, name=ref.name)
     notifiers = []
     for index, item in enumerate(config.notifiers):
         ref = _ref(item)

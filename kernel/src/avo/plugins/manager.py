@@ -127,23 +127,29 @@ class _SafeHookRelay:
         self._manager = manager
 
     def __getattr__(self, hook_name: str) -> Callable[..., list[Any]]:
-        caller = getattr(self._manager.pluggy.hook, hook_name)
-
         def call(**kwargs: Any) -> list[Any]:
-            results: list[Any] = []
-            for impl in reversed(caller.get_hookimpls()):
-                if impl.hookwrapper or impl.wrapper:
-                    continue
-                try:
-                    result = impl.function(*[kwargs[name] for name in impl.argnames])
-                except Exception as exc:
-                    self._manager._hook_failed(impl.plugin_name, hook_name, exc)
-                    continue
-                if result is not None:
-                    results.append(result)
-            return results
+            return self.call(hook_name, kwargs)[0]
 
         return call
+
+    def call(
+        self, hook_name: str, kwargs: Mapping[str, Any]
+    ) -> tuple[list[Any], list[PluginProblem]]:
+        """Every implementation's result, and a problem for each one that raised."""
+        caller = getattr(self._manager.pluggy.hook, hook_name)
+        results: list[Any] = []
+        faults: list[PluginProblem] = []
+        for impl in reversed(caller.get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                continue
+            try:
+                result = impl.function(*[kwargs[name] for name in impl.argnames])
+            except Exception as exc:
+                faults.append(self._manager._hook_failed(impl.plugin_name, hook_name, exc))
+                continue
+            if result is not None:
+                results.append(result)
+        return results, faults
 
 
 class PluginManager:
@@ -503,17 +509,27 @@ class PluginManager:
 
     # ------------------------------------------------------------- run support
 
-    def _hook_failed(self, plugin_name: str, hook_name: str, exc: BaseException) -> None:
+    def _hook_failed(self, plugin_name: str, hook_name: str, exc: BaseException) -> PluginProblem:
         reg = next((r for r in self._registrations.values() if r.plugin == plugin_name), None)
-        self._hook_problems.append(
-            PluginProblem(
-                reg.name if reg else plugin_name,
-                reg.kind if reg else "plugin",
-                reg.package if reg else None,
-                reg.version if reg else None,
-                f"raised in {hook_name}: {type(exc).__name__}: {exc}",
-            )
+        problem = PluginProblem(
+            reg.name if reg else plugin_name,
+            reg.kind if reg else "plugin",
+            reg.package if reg else None,
+            reg.version if reg else None,
+            f"raised in {hook_name}: {type(exc).__name__}: {exc}",
         )
+        self._hook_problems.append(problem)
+        return problem
+
+    def call_observers(self, hook_name: str, **kwargs: Any) -> list[PluginProblem]:
+        """Call a run-lifecycle hook on every plugin; return a problem per one that raised.
+
+        Each implementation runs on its own: one that raises is recorded in
+        :attr:`problems` and returned here (the runtime reports it as a
+        HOOK_FAILED event and a warning); the others still run.
+        """
+        relay: _SafeHookRelay = self.hook
+        return relay.call(hook_name, kwargs)[1]
 
     def plugin_set(self) -> list[dict[str, Any]]:
         """The loaded plugins a run is composed from (commands excluded), sorted."""
