@@ -301,7 +301,11 @@ async def test_resume_refuses_when_a_plugin_the_run_used_is_gone(tmp_path: Path)
             raise _Crash
 
         return FunctionTool(
-            name="shout", description="Dies.", arguments_model=ShoutArgs, function=crash
+            name="shout",
+            description="Dies.",
+            arguments_model=ShoutArgs,
+            function=crash,
+            risk=ToolRisk.INSPECT,  # runs under the safe default (no [permission] table)
         )
 
     crashing = provides(ToolSpec(name="shout", factory=crashing_factory))

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from avo.risk import ToolRisk
+from avo.risk import ArgumentKind, ToolRisk
 from avo.state import RunState, StopReason, validate_terminal_outcome
 
 _rng = random.Random(os.urandom(32))
@@ -158,12 +158,37 @@ class TokenUsage(AvoModel):
 
 
 class ToolMetadata(AvoModel):
-    """What the model is told about a tool."""
+    """What the model is told about a tool.
+
+    ``argument_kinds`` says which arguments are paths, URLs, commands or free
+    text (:class:`ArgumentKind`), by pointer: ``path``, ``paths[]`` (each item
+    of a list), ``patches[].path`` (a field of each item). Permission rules
+    read those arguments. Kinds may also be declared in ``input_schema`` with
+    the ``x-avo-kind`` keyword (how MCP and other third-party tools declare
+    them); such hints are merged in (an explicit entry wins) and removed from
+    the schema the model is shown.
+    """
 
     name: str = Field(min_length=1)
     description: str = Field(min_length=1)
     input_schema: dict[str, JsonValue]
     risk: ToolRisk | None = None
+    argument_kinds: dict[str, ArgumentKind] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_hints(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("input_schema"), dict):
+            return data
+        from avo._argument_hints import schema_argument_kinds, without_hints
+
+        schema = data["input_schema"]
+        hinted = schema_argument_kinds(schema)
+        if not hinted:
+            return data
+        declared = data.get("argument_kinds") or {}
+        merged = {**hinted, **declared} if isinstance(declared, dict) else declared
+        return {**data, "input_schema": without_hints(schema), "argument_kinds": merged}
 
     @property
     def effective_risk(self) -> ToolRisk:
@@ -301,6 +326,7 @@ class RunResult(AvoModel):
 
 
 __all__ = [
+    "ArgumentKind",
     "AvoModel",
     "Checkpoint",
     "ModelRequest",

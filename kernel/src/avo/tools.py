@@ -24,6 +24,7 @@ from avo.exceptions import (
     ToolValidationError,
 )
 from avo.models import ToolCall, ToolMetadata, ToolResult, ToolRisk, trusted, utc_now
+from avo.risk import ARGUMENT_KIND_HINT, ArgumentKind
 
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
 ToolCallable = Callable[[ArgumentsT], JsonValue | Awaitable[JsonValue]]
@@ -79,12 +80,24 @@ def to_anthropic_tool(tool_name: str, description: str, model: type[BaseModel]) 
     return {"name": tool_name, "description": description, "input_schema": to_json_schema(model)}
 
 
+def argument_hint(kind: ArgumentKind | str) -> dict[str, JsonValue]:
+    """A ``json_schema_extra`` declaring a pydantic field's :class:`ArgumentKind`.
+
+    ``path: str = Field(json_schema_extra=argument_hint("path"))`` puts
+    ``"x-avo-kind": "path"`` in the schema; ``ToolMetadata`` reads it into
+    ``argument_kinds`` (and keeps it out of what the model is shown).
+    """
+    return {ARGUMENT_KIND_HINT: ArgumentKind(kind).value}
+
+
 class FunctionTool(Generic[ArgumentsT]):
     """A tool made from a function and a pydantic arguments model.
 
     ``function`` may be sync or async. A sync function runs in a worker thread
     (``run_in_thread=False`` runs it on the event loop, for trivial functions).
-    ``risk`` classifies the tool for the permission modes (None = undeclared).
+    ``risk`` classifies the tool for the permission modes (None = undeclared);
+    ``argument_kinds`` says which arguments are paths, URLs, commands or free
+    text (see :class:`~avo.models.ToolMetadata`), e.g. ``{"path": "path"}``.
     """
 
     def __init__(
@@ -96,6 +109,7 @@ class FunctionTool(Generic[ArgumentsT]):
         function: ToolCallable[ArgumentsT],
         risk: ToolRisk | None = None,
         run_in_thread: bool = True,
+        argument_kinds: Mapping[str, ArgumentKind | str] | None = None,
     ) -> None:
         if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
             raise TypeError(
@@ -114,6 +128,7 @@ class FunctionTool(Generic[ArgumentsT]):
             description=description,
             input_schema=copy.deepcopy(to_json_schema(arguments_model)),
             risk=risk,
+            argument_kinds=dict(argument_kinds or {}),
         )
 
     @property
@@ -336,10 +351,12 @@ def tool_result_fingerprint(result: ToolResult) -> str:
 
 
 __all__ = [
+    "ArgumentKind",
     "FunctionTool",
     "Tool",
     "ToolCallable",
     "ToolRegistry",
+    "argument_hint",
     "canonical_fingerprint",
     "canonical_json",
     "to_anthropic_tool",

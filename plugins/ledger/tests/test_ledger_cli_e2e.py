@@ -15,6 +15,9 @@ from avo_sqlite import SQLiteEventStore
 CONFIG = """
 hooks = [{name = "ledger"}]
 
+[permission]
+mode = "bypass_permissions"   # the scripted call names no real tool: nothing to approve
+
 [provider]
 name = "fake"
 

@@ -21,8 +21,11 @@ from pydantic import BaseModel, ValidationError
 
 from avo.compose.config import (
     AvoConfig,
+    PermissionRef,
     PluginRef,
+    dotted,
     find_config,
+    known_keys,
     load_config,
     validation_error,
 )
@@ -74,8 +77,13 @@ def _settings(spec: Any, settings: Mapping[str, Any], *, file: str, key: str) ->
         return model.model_validate(dict(settings)).model_dump()
     except ValidationError as exc:
         error = validation_error(exc, file=file, prefix=key)
-        known = ", ".join(sorted(model.model_fields)) or "(none)"
-        raise ConfigError(f"{error}; {key} accepts: {known}", key=key, file=file) from None
+        first = exc.errors()[0]
+        where = key
+        if first["type"] == "extra_forbidden":  # name the table the unknown key sits in
+            inner = dotted(first["loc"][:-1])
+            where = f"{key}.{inner}" if inner else key
+        known = ", ".join(known_keys(model, first["loc"])) or "(none)"
+        raise ConfigError(f"{error}; {where} accepts: {known}", key=key, file=file) from None
 
 
 def _get(manager: PluginManager, kind: str, name: str, *, file: str, key: str) -> Any:
@@ -183,6 +191,36 @@ def _call_factory(factory: Callable[..., Any], *args: Any, **optional: Any) -> A
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return factory(*args, **optional)
     return factory(*args, **{k: v for k, v in optional.items() if k in parameters})
+
+
+def _approval(
+    config: AvoConfig, manager: PluginManager, env: Mapping[str, str], label: str, tools: list[Any]
+) -> Any:
+    """The approval callback of ``[permission]``; without the table, mode ``default``.
+
+    The safe default: read-only (``inspect``) tools run; tools that modify or
+    execute need a human. When no ``default`` permission plugin is installed,
+    the kernel's own fallback runs only read-only tools.
+    """
+    permission = config.permission
+    if permission is None:
+        if "default" not in manager.names("permission"):
+            return _read_only_callback(tools)
+        permission = PermissionRef()
+    spec = _get(manager, "permission", permission.mode, file=label, key="permission.mode")
+    settings = _settings(spec, permission.plugin_settings(), file=label, key="permission")
+    return spec.factory(settings, environ=env, tools=tools)
+
+
+def _read_only_callback(tools: list[Any]) -> Callable[[Any], bool]:
+    from avo.risk import ToolRisk
+
+    read_only = {meta.name for meta in tools if meta.effective_risk is ToolRisk.INSPECT}
+
+    def approve(call: Any) -> bool:
+        return bool(call.name in read_only)
+
+    return approve
 
 
 def _bounds(config: AvoConfig, env: Mapping[str, str], label: str) -> tuple[Any, Any]:
@@ -309,13 +347,8 @@ def compose(
 
     # permission mode: only ever builds an approval callback
     callback = approval_callback
-    if config.permission is not None and callback is None:
-        ref_mode = config.permission.mode
-        spec = _get(manager, "permission", ref_mode, file=label, key="permission.mode")
-        settings = _settings(
-            spec, config.permission.settings, file=label, key="permission.settings"
-        )
-        callback = spec.factory(settings, environ=env, tools=list(registry.metadata))
+    if callback is None:
+        callback = _approval(config, manager, env, label, list(registry.metadata))
 
     budget, rate_limiter = _bounds(config, env, label)
 

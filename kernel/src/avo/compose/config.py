@@ -12,8 +12,10 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
 
     tools = ["read_file", {name = "grep", settings = {max_matches = 50}}]
 
-    [permission]
-    mode = "accept_edits"
+    [permission]                 # default when absent: mode "default" (edits and
+    mode = "accept_edits"        # commands ask, read-only tools run)
+    deny = [{tool = "run_shell", command = "git push"}]
+    allow = [{tool = "write_file", path = "src/**"}]
 
     [policy]
     max_steps = 10
@@ -61,10 +63,33 @@ class StoreRef(_Strict):
 
 
 class PermissionRef(_Strict):
-    """The permission mode (a ``avo.permissions`` plugin) and its settings."""
+    """The permission mode (a ``avo.permissions`` plugin), its rules and settings.
 
-    mode: str = Field(min_length=1)
+    ``allow`` / ``ask`` / ``deny`` hold rules (a tool name, or a table with
+    ``tool`` and argument matchers ``path`` / ``host`` / ``command`` /
+    ``text``); ``workspace`` is what relative paths are resolved against and
+    ``sensitive_paths`` extends the built-in sensitive list. The mode plugin
+    validates them (they are passed to it with ``settings``).
+    """
+
+    mode: str = Field(default="default", min_length=1)
+    allow: list[str | dict[str, Any]] = Field(default_factory=list)
+    ask: list[str | dict[str, Any]] = Field(default_factory=list)
+    deny: list[str | dict[str, Any]] = Field(default_factory=list)
+    workspace: str | None = None
+    sensitive_paths: list[str] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
+
+    def plugin_settings(self) -> dict[str, Any]:
+        """``settings`` plus the rule keys that are set (what the mode plugin receives)."""
+        merged = dict(self.settings)
+        for key in ("allow", "ask", "deny", "sensitive_paths"):
+            value = getattr(self, key)
+            if value:
+                merged[key] = value
+        if self.workspace is not None:
+            merged["workspace"] = self.workspace
+        return merged
 
 
 class PluginSwitches(_Strict):
@@ -115,12 +140,29 @@ def dotted(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``annotation`` (``X``, ``list[X]``, ``X | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in getattr(annotation, "__args__", ()):
+        found = _nested_model(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The keys allowed where an unknown key ``loc`` appeared."""
     parents = [p for p in loc[:-1] if isinstance(p, str) and p not in ("str", "PluginRef")]
     target: type[BaseModel] = model
     if model is AvoConfig and parents:
-        target = _MODELS_BY_KEY.get(parents[0], AvoConfig)
+        return sorted(_MODELS_BY_KEY.get(parents[0], AvoConfig).model_fields)
+    for part in parents:  # follow nested models (a list of rule tables, ...)
+        field = target.model_fields.get(part)
+        nested = _nested_model(field.annotation) if field is not None else None
+        if nested is None:
+            break
+        target = nested
     return sorted(target.model_fields)
 
 
@@ -135,7 +177,7 @@ def validation_error(
         full = f"{prefix}.{key}" if prefix and key else (prefix or key)
         first_key = first_key or full
         if error["type"] == "extra_forbidden" and model is not None:
-            known = ", ".join(_known_keys(model, error["loc"])) or "(none)"
+            known = ", ".join(known_keys(model, error["loc"])) or "(none)"
             lines.append(f"{file}: unknown key {full!r}; known keys: {known}")
         elif error["type"] == "extra_forbidden":
             lines.append(f"{file}: unknown key {full!r}")
@@ -201,7 +243,9 @@ __all__ = [
     "PluginRef",
     "PluginSwitches",
     "StoreRef",
+    "dotted",
     "find_config",
+    "known_keys",
     "load_config",
     "read_config_file",
     "validation_error",

@@ -1,4 +1,4 @@
-"""avo permission modes: approval callbacks decided by each tool's declared risk (§18.2)."""
+"""avo permission modes and rules: approval callbacks that read each call's arguments."""
 
 from __future__ import annotations
 
@@ -21,9 +21,16 @@ from avo_permissions.modes import (
     permission_policy_from_env,
     should_require_approval,
 )
+from avo_permissions.paths import SENSITIVE_EXEMPT, SENSITIVE_PATTERNS
+from avo_permissions.rules import PermissionDecision, PermissionRule, RuleSet
 
 __all__ = [
     "PLAN_TOOL_NAME",
+    "SENSITIVE_EXEMPT",
+    "SENSITIVE_PATTERNS",
+    "PermissionDecision",
+    "PermissionRule",
+    "RuleSet",
     "ApprovalRecord",
     "approval_callback_from_env",
     "Decision",

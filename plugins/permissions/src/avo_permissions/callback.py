@@ -1,9 +1,10 @@
-"""Build the runtime's ``approval_callback`` from a permission policy (§18.2).
+"""Build the runtime's ``approval_callback`` from a permission policy and rules.
 
-Approval is one seam (§19.7): this only builds a callback; the runtime records
-each outcome as TOOL_APPROVED or TOOL_DENIED. The callback also keeps a log of
-``(tool_call_id, tool name, decision, approved)`` for callers that want the
-reason behind each outcome.
+Approval is one seam: this only builds a callback; the runtime records each
+outcome as TOOL_APPROVED or TOOL_DENIED. Each call is decided by the
+:class:`~avo_permissions.rules.RuleSet` (sensitive paths, deny, ask, allow,
+then the mode); the callback keeps a log of every decision, with the rule
+that made it, for callers that want the reason behind each outcome.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from avo_permissions.modes import (
     Decision,
     PermissionMode,
     PermissionPolicy,
-    decide,
     permission_policy_from_env,
 )
+from avo_permissions.rules import PermissionDecision, RuleSet
 
 Prompter = Callable[[ToolCall], bool | Awaitable[bool]]
 
@@ -57,6 +58,9 @@ class ApprovalRecord:
     risk: ToolRisk
     decision: Decision
     approved: bool
+    rule: str = ""
+    reason: str = ""
+    source: str = "mode"
 
 
 @dataclass
@@ -64,43 +68,64 @@ class PermissionCallback:
     """The approval callback a permission mode builds. Call it with a ToolCall."""
 
     policy: PermissionPolicy
-    risks: dict[str, ToolRisk]
+    tools: dict[str, ToolMetadata]
     prompter: Prompter
+    rules: RuleSet = field(default_factory=RuleSet)
     plan_submitted: bool = False
     records: list[ApprovalRecord] = field(default_factory=list)
 
+    @property
+    def risks(self) -> dict[str, ToolRisk]:
+        """Each known tool's effective risk, by name."""
+        return {name: meta.effective_risk for name, meta in self.tools.items()}
+
     def risk_of(self, name: str) -> ToolRisk:
         """The tool's declared risk; EXECUTE for tools it was not told about."""
-        return self.risks.get(name, ToolRisk.EXECUTE)
+        metadata = self.tools.get(name)
+        return metadata.effective_risk if metadata is not None else ToolRisk.EXECUTE
 
-    async def __call__(self, call: ToolCall) -> bool:
-        risk = self.risk_of(call.name)
-        decision = decide(
-            call.name,
+    def evaluate(self, call: ToolCall) -> PermissionDecision:
+        """What the rules and the mode decide about ``call`` (no prompting)."""
+        return self.rules.evaluate(
+            call,
+            self.tools.get(call.name),
             self.policy.mode,
-            risk=risk,
             plan_submitted=self.plan_submitted,
             require_approval=self.policy.require_approval,
         )
-        if decision is Decision.APPROVE:
+
+    async def __call__(self, call: ToolCall) -> bool:
+        verdict = self.evaluate(call)
+        if verdict.decision is Decision.APPROVE:
             approved = True
-        elif decision is Decision.DENY:
+        elif verdict.decision is Decision.DENY:
             approved = False
         else:
             answer = self.prompter(call)
             approved = bool(await answer) if inspect.isawaitable(answer) else bool(answer)
         if approved and call.name == PLAN_TOOL_NAME:
             self.plan_submitted = True
-        self.records.append(ApprovalRecord(call.tool_call_id, call.name, risk, decision, approved))
+        self.records.append(
+            ApprovalRecord(
+                call.tool_call_id,
+                call.name,
+                self.risk_of(call.name),
+                verdict.decision,
+                approved,
+                rule=verdict.rule,
+                reason=verdict.reason,
+                source=verdict.source,
+            )
+        )
         return approved
 
 
-def _risks(tools: Iterable[Any]) -> dict[str, ToolRisk]:
-    risks: dict[str, ToolRisk] = {}
+def _metadata(tools: Iterable[Any]) -> dict[str, ToolMetadata]:
+    found: dict[str, ToolMetadata] = {}
     for item in tools:
         metadata: ToolMetadata = item if isinstance(item, ToolMetadata) else item.metadata
-        risks[metadata.name] = metadata.effective_risk
-    return risks
+        found[metadata.name] = metadata
+    return found
 
 
 def build_approval_callback(
@@ -110,12 +135,15 @@ def build_approval_callback(
     prompter: Prompter | None = None,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
+    rules: RuleSet | None = None,
 ) -> PermissionCallback:
-    """The callback for ``policy``; ``tools`` (metadata or Tool objects) give the risks."""
+    """The callback for ``policy``; ``tools`` (metadata or Tool objects) give the risks
+    and argument kinds; ``rules`` the allow/ask/deny rules (default: none, workspace ".")."""
     return PermissionCallback(
         policy=policy,
-        risks=_risks(tools),
+        tools=_metadata(tools),
         prompter=prompter or InteractivePrompter(stdin=stdin, stdout=stdout),
+        rules=rules or RuleSet(),
     )
 
 
@@ -125,10 +153,11 @@ def build_mode_callback(
     tools: Iterable[ToolMetadata | Any] = (),
     require_approval: Iterable[str] = (),
     prompter: Prompter | None = None,
+    rules: RuleSet | None = None,
 ) -> PermissionCallback:
     """Shorthand: a callback for ``mode``."""
     policy = PermissionPolicy(mode=PermissionMode(mode), require_approval=tuple(require_approval))
-    return build_approval_callback(policy, tools=tools, prompter=prompter)
+    return build_approval_callback(policy, tools=tools, prompter=prompter, rules=rules)
 
 
 def approval_callback_from_env(

@@ -28,11 +28,14 @@ def build_tool(
     max_chars: int = DEFAULT_MAX_CHARS,
     workspace: Workspace | PathLike | None = None,
     sandbox: Any = None,
+    argument_kinds: dict[str, str] | None = None,
 ) -> FunctionTool[ArgsT]:
     """A FunctionTool whose output strings/lists are capped (head + tail + marker).
 
     ``workspace`` / ``sandbox`` are defaults used when the call runs outside
-    ``bind_workspace`` / ``bind_sandbox`` (a bound one always wins).
+    ``bind_workspace`` / ``bind_sandbox`` (a bound one always wins);
+    ``argument_kinds`` tells permission rules which arguments are paths,
+    URLs, commands or free text.
     """
     default_workspace = (
         None
@@ -59,4 +62,5 @@ def build_tool(
         arguments_model=arguments_model,
         function=capped,
         risk=risk,
+        argument_kinds=argument_kinds,
     )

@@ -159,6 +159,7 @@ def read_file_tool(
     """Read a UTF-8 text file inside the bound workspace."""
     return build_tool(
         name="read_file",
+        argument_kinds={"path": "path"},
         description="Read a text file in the workspace. Returns {path, size, content}.",
         arguments_model=ReadFileArguments,
         function=_read_file,
@@ -174,6 +175,7 @@ def write_file_tool(
     """Create or overwrite a file inside the bound workspace."""
     return build_tool(
         name="write_file",
+        argument_kinds={"path": "path", "content": "text"},
         description="Create or overwrite a file in the workspace (parents are created).",
         arguments_model=WriteFileArguments,
         function=_write_file,
@@ -188,6 +190,7 @@ def edit_file_tool(
     """Replace an exact string in a file inside the bound workspace."""
     return build_tool(
         name="edit_file",
+        argument_kinds={"path": "path", "old_string": "text", "new_string": "text"},
         description=(
             "Replace old_string with new_string in a workspace file. old_string must be "
             "unique unless replace_all is true."
@@ -205,6 +208,11 @@ def batch_replace_tool(
     """Apply several exact-string patches, all or nothing."""
     return build_tool(
         name="batch_replace",
+        argument_kinds={
+            "patches[].path": "path",
+            "patches[].old_string": "text",
+            "patches[].new_string": "text",
+        },
         description="Apply several exact-string replacements across files, all or nothing.",
         arguments_model=BatchReplaceArguments,
         function=_batch_replace,

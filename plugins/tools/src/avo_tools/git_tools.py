@@ -167,6 +167,7 @@ def git_diff_tool(
     """Show the workspace repository's diff."""
     return build_tool(
         name="git_diff",
+        argument_kinds={"path": "path"},
         description="Show the git diff of the workspace (optionally one path, or staged).",
         arguments_model=GitDiffArguments,
         function=_git_diff,
@@ -181,6 +182,7 @@ def git_commit_tool(
     """Commit workspace changes with a Conventional Commits message."""
     return build_tool(
         name="git_commit",
+        argument_kinds={"message": "text", "paths[]": "path"},
         description="Stage all (or the given) paths and commit with a Conventional Commit.",
         arguments_model=GitCommitArguments,
         function=_git_commit,

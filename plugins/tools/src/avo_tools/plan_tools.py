@@ -90,6 +90,7 @@ def plan_tasks_tool(board: PlanBoard | None = None) -> FunctionTool[PlanTasksArg
     state = board or PlanBoard()
     return build_tool(
         name="plan_tasks",
+        argument_kinds={"goal": "text"},
         description="Set the goal, add tasks/subtasks, mark one complete, or reset the plan.",
         arguments_model=PlanTasksArguments,
         function=lambda args: _apply(state, args),
@@ -107,6 +108,7 @@ def submit_plan_tool(board: PlanBoard | None = None) -> FunctionTool[SubmitPlanA
 
     return build_tool(
         name="submit_plan",
+        argument_kinds={"plan_text": "text"},
         description="Submit your plan before making changes; returns the plan revision.",
         arguments_model=SubmitPlanArguments,
         function=_submit,

@@ -217,6 +217,7 @@ def glob_tool(*, workspace: Workspace | PathLike | None = None) -> FunctionTool[
     """Find workspace files by glob pattern."""
     return build_tool(
         name="glob",
+        argument_kinds={"path": "path"},
         description="List workspace files matching a glob pattern (e.g. '**/*.py').",
         arguments_model=GlobArguments,
         function=_glob,
@@ -229,6 +230,7 @@ def grep_tool(*, workspace: Workspace | PathLike | None = None) -> FunctionTool[
     """Search workspace files with a regular expression."""
     return build_tool(
         name="grep",
+        argument_kinds={"path": "path", "pattern": "text"},
         description="Search workspace text files for a Python regular expression.",
         arguments_model=GrepArguments,
         function=_grep,
@@ -243,6 +245,7 @@ def symbols_tool(
     """List Python classes, functions and methods."""
     return build_tool(
         name="symbols",
+        argument_kinds={"path": "path"},
         description="List Python classes/functions/methods with their file and line.",
         arguments_model=SymbolsArguments,
         function=_symbols,

@@ -166,6 +166,7 @@ def run_shell_tool(
     """Run a shell command in the bound sandbox (never on the host)."""
     return build_tool(
         name="run_shell",
+        argument_kinds={"command": "command"},
         description=(
             "Run a shell command in an isolated sandbox (no network) with the workspace "
             "as the working directory. Returns exit_code, stdout, stderr."
@@ -184,6 +185,7 @@ def lint_tool(
     """Lint the workspace (ruff when present, else compileall) in the sandbox."""
     return build_tool(
         name="lint",
+        argument_kinds={"path": "path"},
         description="Lint workspace Python code (ruff if available, else a syntax check).",
         arguments_model=LintArguments,
         function=_lint,
@@ -199,6 +201,7 @@ def test_runner_tool(
     """Run pytest in the sandbox and summarise the outcome."""
     return build_tool(
         name="test_runner",
+        argument_kinds={"target": "path"},
         description="Run the workspace's pytest suite (or one target) in the sandbox.",
         arguments_model=TestRunnerArguments,
         function=_test_runner,

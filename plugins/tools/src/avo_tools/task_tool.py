@@ -150,6 +150,7 @@ def task_tool(
 
     return build_tool(
         name="task",
+        argument_kinds={"prompt": "text"},
         description=(
             "Delegate a sub-task to a subagent. agent_type 'explore' is read-only; "
             "'general' can use every tool. Returns the subagent's final answer."

@@ -121,6 +121,7 @@ def web_fetch_tool(
 
     return build_tool(
         name="web_fetch",
+        argument_kinds={"url": "url"},
         description=(
             "Fetch a public http(s) URL and return its first max_bytes. Private, loopback "
             "and cloud-metadata destinations are refused."
@@ -141,6 +142,7 @@ def web_search_tool(*, client: SearchClient | None = None) -> FunctionTool[WebSe
 
     return build_tool(
         name="web_search",
+        argument_kinds={"query": "text"},
         description="Search the web; returns [{title, url, snippet}].",
         arguments_model=WebSearchArguments,
         function=_web_search,
