@@ -262,11 +262,11 @@ class _Fold:
         if kind is EventType.HOOK_FAILED:
             facts["error"] = str(payload.get("error") or "") or None
             error_type = payload.get("error_type")
-            error = f"{error_type}: {payload.get('error')}" if error_type else payload.get("error")
+            raised = f"{error_type}: {payload.get('error')}" if error_type else payload.get("error")
             plugin = f" of plugin {payload.get('plugin')}" if payload.get("plugin") else ""
             return (
                 f"hook {payload.get('hook')}{plugin} at {payload.get('event')} raised "
-                f"{_preview(error)} -> {payload.get('outcome')}"
+                f"{_preview(raised)} -> {payload.get('outcome')}"
             )
         if kind is EventType.RUN_RESUMED:
             checkpoint = str(payload.get("checkpoint_id", "?"))[:8]
