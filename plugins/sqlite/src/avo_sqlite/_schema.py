@@ -42,7 +42,6 @@ SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 BUSY_TIMEOUT_MS = 10_000
 """How long a write waits for another connection's write lock before failing."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -126,17 +125,11 @@ KNOWN_TABLES = frozenset(
 )
 
 
-def _check_header(path: Path) -> None:
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise StorageError(f"cannot read the avo database {path}: {exc}") from exc
-    if header != _SQLITE_MAGIC:
-        raise StorageError(
-            f"{path} is not a SQLite database (the file is corrupt or of another kind); "
-            "point --database at an avo store or at a new file"
-        )
+def _not_sqlite(path: Path) -> StorageError:
+    return StorageError(
+        f"{path} is not a SQLite database (the file is corrupt or of another kind); "
+        "point --database at an avo store or at a new file"
+    )
 
 
 class Opened(NamedTuple):
@@ -148,6 +141,7 @@ class Opened(NamedTuple):
 
 _READONLY = 8  # SQLITE_READONLY (its extended codes share the low byte)
 _CANTOPEN = 14  # SQLITE_CANTOPEN: e.g. a WAL file's -shm cannot be created
+_NOTADB = 26  # SQLITE_NOTADB: the file is not a SQLite database
 
 
 def open_database(
@@ -172,9 +166,12 @@ def open_database(
             f"use one of {', '.join(SYNCHRONOUS_MODES)}"
         )
     exists = path.exists() and path.stat().st_size > 0
-    if exists:
-        _check_header(path)
-    elif not path.parent.exists():
+    # A foreign file is refused by SQLite itself (SQLITE_NOTADB, below), never by
+    # reading the file with open()/close() here: closing any descriptor of a file
+    # drops every POSIX lock this process holds on it, including the locks of
+    # connections already open to it (a store and a ledger on one avo.db), and
+    # another process can then checkpoint over pages they still use.
+    if not exists and not path.parent.exists():
         raise StorageError(f"cannot create the avo database {path}: {path.parent} does not exist")
     else:
         # Owner-only: runs hold prompts and tool outputs. SQLite gives the -wal and
@@ -212,6 +209,8 @@ def open_database(
         raise
     except sqlite3.Error as exc:
         conn.close()
+        if exists and getattr(exc, "sqlite_errorcode", 0) & 0xFF == _NOTADB:
+            raise _not_sqlite(path) from None
         reason = _why_read_only(path, exc) if exists else None
         if reason is not None:
             return Opened(_open_read_only(path, reason, busy_timeout_ms), reason)
