@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,6 +41,26 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         help="serve this tool plugin (repeatable; see `avo plugin list`) instead of the "
         "default read_file, write_file, edit_file, glob, grep, git_status",
     )
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind with --http (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port for --http (default 8765; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host/Origin name with --http (loopback names always are)",
+    )
 
 
 def _registry_from_plugins(names: list[str], manager: Any) -> Any:
@@ -75,14 +96,43 @@ def run_serve(args: argparse.Namespace) -> int:
         registry = _registry_from_plugins(args.tools, manager)
     else:
         registry = build_default_registry()
-    server = AvoMcpServer(
-        registry,
-        server_version=__version__,
-        workspace_root=root,
-        environ=getattr(args, "avo_environ", None),
-    )
-    server.serve_stdio()
+
+    def make_server() -> AvoMcpServer:
+        return AvoMcpServer(
+            registry,
+            server_version=__version__,
+            workspace_root=root,
+            environ=getattr(args, "avo_environ", None),
+        )
+
+    if getattr(args, "http", False):
+        import asyncio
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_http(make_server, args))
+        return 0
+    make_server().serve_stdio()
     return 0
+
+
+async def _serve_http(make_server: Callable[[], Any], args: argparse.Namespace) -> None:
+    from avo_mcp.http_server import McpHttpServer
+
+    if not 0 <= args.port <= 65535:
+        raise McpCliError(f"--port {args.port} is not a port number; use 0..65535")
+    server = McpHttpServer(make_server, allowed_hosts=args.allow_host)
+    try:
+        host, port = await server.start(args.host, args.port)
+    except OSError as exc:
+        raise McpCliError(
+            f"cannot listen on {args.host}:{args.port} ({exc.strerror}); pick another --port"
+        ) from None
+    shown = f"[{host}]" if ":" in host else host
+    print(f"avo serve-mcp: MCP over HTTP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+    try:
+        await server.serve_forever()
+    finally:
+        await server.close()
 
 
 # ------------------------------------------------------------------------ mcp

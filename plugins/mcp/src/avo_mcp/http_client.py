@@ -45,6 +45,7 @@ logger = logging.getLogger("avo_mcp")
 _ERROR_BODY_PREVIEW = 200
 _MAX_RESUMPTIONS = 5
 _GET_STREAM_MAX_RETRIES = 5
+_GET_STREAM_OPEN_SECONDS = 5.0
 _RESOURCE_METADATA = re.compile(r'resource_metadata="?([^",\s]+)"?')
 
 
@@ -102,13 +103,22 @@ class MCPHttpServer(MCPSession):
             trust_env=False,
         )
 
-    async def start(self) -> None:
-        """Handshake, list tools, then open the standalone GET stream (``listen``)."""
-        await super().start()
-        if self.listen and self._get_stream is None:
-            self._get_stream = asyncio.get_running_loop().create_task(
-                self._listen(), name=f"mcp-get-{self.name}"
-            )
+    async def _after_initialized(self) -> None:
+        """Open the standalone GET stream (``listen``) before anything else is sent.
+
+        A server may send requests there at once (after ``initialized``); one
+        that finds no stream open drops them, and the call that caused them
+        would hang. So the handshake waits (briefly) until the stream is open.
+        """
+        if not self.listen or self._get_stream is not None:
+            return
+        opened = asyncio.Event()
+        self._get_stream = asyncio.get_running_loop().create_task(
+            self._listen(opened), name=f"mcp-get-{self.name}"
+        )
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_GET_STREAM_OPEN_SECONDS):
+                await opened.wait()
 
     async def stop(self) -> None:
         """End the session (DELETE, best effort) and close the HTTP client."""
@@ -312,29 +322,33 @@ class MCPHttpServer(MCPSession):
                 f"MCP server {self.name!r} closed the event stream before answering {method}"
             )
 
-    async def _listen(self) -> None:
+    async def _listen(self, opened: asyncio.Event) -> None:
         """The standalone GET stream: server requests and notifications between calls."""
         import httpx
 
         state = EventStreamState()
         failures = 0
-        while self._client is not None and failures < _GET_STREAM_MAX_RETRIES:
-            headers = self._headers(accept="text/event-stream")
-            if state.last_event_id is not None:
-                headers["Last-Event-ID"] = state.last_event_id
-            try:
-                async with self._client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code == 405 or response.status_code >= 400:
-                        return  # the server offers no standalone stream
-                    content_type = response.headers.get("content-type", "")
-                    if not content_type.startswith("text/event-stream"):
-                        return
-                    failures = 0
-                    await self._consume(response, state)
-            except (httpx.HTTPError, MCPError) as exc:
-                failures += 1
-                logger.debug("MCP server %r: GET stream ended: %s", self.name, exc)
-            await asyncio.sleep(state.retry_seconds * (1 + failures))
+        try:
+            while self._client is not None and failures < _GET_STREAM_MAX_RETRIES:
+                headers = self._headers(accept="text/event-stream")
+                if state.last_event_id is not None:
+                    headers["Last-Event-ID"] = state.last_event_id
+                try:
+                    async with self._client.stream("GET", self.url, headers=headers) as response:
+                        content_type = response.headers.get("content-type", "")
+                        if response.status_code >= 400 or not content_type.startswith(
+                            "text/event-stream"
+                        ):
+                            return  # 405: the server offers no standalone stream
+                        failures = 0
+                        opened.set()
+                        await self._consume(response, state)
+                except (httpx.HTTPError, MCPError) as exc:
+                    failures += 1
+                    logger.debug("MCP server %r: GET stream ended: %s", self.name, exc)
+                await asyncio.sleep(state.retry_seconds * (1 + failures))
+        finally:
+            opened.set()
 
     async def _dispatch(self, message: JsonDict) -> None:
         method = message.get("method")

@@ -7,7 +7,7 @@ from avo.plugins import lazy_command, provides
 SERVE_MCP = lazy_command(
     "serve-mcp",
     "avo_mcp.cli",
-    help="serve avo's workspace tools and files over MCP stdio (--workspace-root DIR)",
+    help="serve avo's workspace tools and files over MCP (stdio, or --http)",
     configure="configure_serve",
     run="run_serve",
 )

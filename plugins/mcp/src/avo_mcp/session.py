@@ -152,6 +152,7 @@ class MCPSession(abc.ABC):
             self._instructions = instructions if isinstance(instructions, str) else None
             await self._after_initialize()
             await self._notify("notifications/initialized", None)
+            await self._after_initialized()
             self._started = True
             self._tools = await self.list_tools()
         except BaseException:
@@ -161,6 +162,10 @@ class MCPSession(abc.ABC):
 
     async def _after_initialize(self) -> None:
         """Hook for transports that learn something from the handshake."""
+        return None
+
+    async def _after_initialized(self) -> None:
+        """Hook run once ``notifications/initialized`` was sent, before tools are listed."""
         return None
 
     @abc.abstractmethod

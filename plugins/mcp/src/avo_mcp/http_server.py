@@ -1,0 +1,290 @@
+"""``avo serve-mcp --http``: avo's tools over the MCP streamable HTTP transport.
+
+A small HTTP/1.1 server on asyncio streams (no web framework: ``avo
+serve-mcp`` stays quick to start). One endpoint, ``/mcp``:
+
+- ``POST`` carries JSON-RPC messages; requests are answered with one JSON
+  body (``application/json``), notifications and responses with ``202``.
+  ``initialize`` opens a session (``Mcp-Session-Id``); every later message
+  must carry it (``400`` without, ``404`` for an unknown or ended one).
+- ``GET`` is ``405``: this server never sends requests of its own, so it
+  offers no standalone event stream.
+- ``DELETE`` ends the session.
+
+DNS-rebinding protection: the ``Host`` header must name the loopback
+interface (``localhost``, ``127.0.0.1``, ``[::1]``) or a host given with
+``allowed_hosts``, and an ``Origin`` header, when sent, must be an
+``http(s)`` origin on one of those hosts, else ``403``. It binds to
+``127.0.0.1`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from avo_mcp.framing import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    INVALID_REQUEST,
+    MAX_MESSAGE_BYTES,
+    PARSE_ERROR,
+    JsonDict,
+    error_response,
+)
+from avo_mcp.server import AvoMcpServer
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_MAX_HEADER_LINES = 100
+_MAX_LINE = 16 * 1024
+_REASONS = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    411: "Length Required",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+}
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def host_of(value: str) -> str:
+    """The host name of a ``Host`` header or an origin (port and brackets removed)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class McpHttpServer:
+    """Serve MCP sessions over HTTP; each session gets its own :class:`AvoMcpServer`."""
+
+    def __init__(
+        self,
+        make_session: Callable[[], AvoMcpServer],
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
+        self.make_session = make_session
+        self.path = path
+        self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
+        self.sessions: dict[str, AvoMcpServer] = {}
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
+        """Listen; return the bound (host, port)."""
+        self.allowed_hosts = self.allowed_hosts | {host_of(host)}
+        self._server = await asyncio.start_server(self._connection, host, port, limit=_MAX_LINE)
+        sockname = self._server.sockets[0].getsockname()
+        return str(sockname[0]), int(sockname[1])
+
+    async def serve_forever(self) -> None:
+        """Serve until cancelled."""
+        assert self._server is not None, "call start() first"
+        async with self._server:
+            await self._server.serve_forever()
+
+    async def close(self) -> None:
+        """Stop listening and drop every session."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        self.sessions.clear()
+
+    # ------------------------------------------------------------- HTTP layer
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                method, target, headers, body = request
+                try:
+                    status, extra, payload = await self._respond(method, target, headers, body)
+                except _HttpError as exc:
+                    status, extra = exc.status, {}
+                    payload = error_response(None, INVALID_REQUEST, str(exc))
+                keep = headers.get("connection", "").lower() != "close"
+                _write_response(writer, status, extra, payload, keep_alive=keep)
+                await writer.drain()
+                if not keep:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, _HttpError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+                await writer.wait_closed()
+
+    async def _respond(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], Any]:
+        self._check_origin(headers)
+        if urlsplit(target).path != self.path:
+            raise _HttpError(404, f"no MCP endpoint at {urlsplit(target).path}; use {self.path}")
+        if method == "GET":
+            return 405, {"Allow": "POST, DELETE"}, None
+        if method == "DELETE":
+            session_id = headers.get("mcp-session-id", "")
+            if self.sessions.pop(session_id, None) is None:
+                raise _HttpError(404, "unknown or ended MCP session")
+            return 200, {}, None
+        if method != "POST":
+            return 405, {"Allow": "POST, GET, DELETE"}, None
+        return await self._post(headers, body)
+
+    def _check_origin(self, headers: dict[str, str]) -> None:
+        host = headers.get("host")
+        if host is None or host_of(host) not in self.allowed_hosts:
+            raise _HttpError(403, f"Host {host!r} is not allowed (DNS-rebinding protection)")
+        origin = headers.get("origin")
+        if origin is not None and origin != "null":
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or (
+                host_of(parts.hostname or "") not in self.allowed_hosts
+            ):
+                raise _HttpError(
+                    403, f"Origin {origin!r} is not allowed (DNS-rebinding protection)"
+                )
+        elif origin == "null":
+            raise _HttpError(403, "Origin 'null' is not allowed (DNS-rebinding protection)")
+
+    # -------------------------------------------------------------- MCP layer
+
+    async def _post(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], Any]:
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise _HttpError(415, "POST a JSON-RPC message with Content-Type: application/json")
+        accept = headers.get("accept", "*/*").lower()
+        if not any(kind in accept for kind in ("application/json", "*/*", "application/*")):
+            raise _HttpError(406, "this server answers with application/json; accept it")
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return 400, {}, error_response(None, PARSE_ERROR, "the body is not JSON")
+        batch = isinstance(payload, list)
+        messages = payload if batch else [payload]
+        if not messages or not all(isinstance(m, dict) for m in messages):
+            return 400, {}, error_response(None, INVALID_REQUEST, "expected JSON-RPC messages")
+        extra: dict[str, str] = {}
+        if any(m.get("method") == "initialize" for m in messages):
+            if len(messages) != 1:
+                raise _HttpError(400, "initialize must be sent on its own")
+            session_id = secrets.token_hex(16)
+            session = self.make_session()
+            reply = await session.handle(messages[0])
+            if reply is not None and "result" in reply:
+                self.sessions[session_id] = session
+                extra["Mcp-Session-Id"] = session_id
+            return 200, extra, reply
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            raise _HttpError(400, "send the Mcp-Session-Id header from initialize")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise _HttpError(404, "unknown or ended MCP session; initialize again")
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise _HttpError(400, f"unsupported MCP-Protocol-Version {version!r}")
+        replies = [r for r in await asyncio.gather(*(self._one(session, m) for m in messages)) if r]
+        if not replies:
+            return 202, {}, None
+        return 200, {}, replies if batch else replies[0]
+
+    async def _one(self, session: AvoMcpServer, message: JsonDict) -> JsonDict | None:
+        """Handle one message; a request runs as a task ``notifications/cancelled`` can end."""
+        request_id = message.get("id")
+        if request_id is None or not isinstance(message.get("method"), str):
+            return await session.handle(message)
+        task = asyncio.get_running_loop().create_task(session.handle(message))
+        session._in_flight[request_id] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if task.cancelled() and not _current_cancelled():
+                return error_response(request_id, -32800, "request cancelled by the client")
+            raise
+        finally:
+            session._in_flight.pop(request_id, None)
+
+
+def _current_cancelled() -> bool:
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, dict[str, str], bytes] | None:
+    line = await reader.readline()
+    if not line:
+        return None
+    parts = line.decode("latin-1").split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _HttpError(400, "malformed request line")
+    headers: dict[str, str] = {}
+    for _ in range(_MAX_HEADER_LINES):
+        header = await reader.readline()
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    else:
+        raise _HttpError(400, "too many header lines")
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = await _read_chunked(reader)
+    else:
+        length = int(headers.get("content-length", "0") or 0)
+        if length > MAX_MESSAGE_BYTES:
+            raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
+        body = await reader.readexactly(length) if length else b""
+    return parts[0].upper(), parts[1], headers, body
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    body = bytearray()
+    while True:
+        size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readline()
+            return bytes(body)
+        body += await reader.readexactly(size)
+        await reader.readline()
+        if len(body) > MAX_MESSAGE_BYTES:
+            raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
+
+
+def _write_response(
+    writer: asyncio.StreamWriter,
+    status: int,
+    headers: dict[str, str],
+    payload: Any,
+    *,
+    keep_alive: bool,
+) -> None:
+    body = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'OK')}"]
+    if payload is not None:
+        lines.append("Content-Type: application/json")
+    lines.append(f"Content-Length: {len(body)}")
+    lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
+    lines.extend(f"{name}: {value}" for name, value in headers.items())
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+
+
+__all__ = ["LOOPBACK_HOSTS", "McpHttpServer", "host_of"]
