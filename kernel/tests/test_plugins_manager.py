@@ -187,8 +187,12 @@ def avo_register_tolls(register):
 
 def test_entry_point_that_registers_nothing_under_its_name(root: Path) -> None:
     _tool_dist(root, "avo-mismatch", "wanted", source=TOOL_PLUGIN.format(name="other"))
-    with pytest.raises(PluginError, match="registered no tool named 'wanted'"):
+    with pytest.raises(PluginError, match="registers tool 'other', which avo-mismatch does not"):
         _manager(root).get("tool", "wanted")
+    # declared but never registered
+    _tool_dist(root, "avo-empty", "hollow", source="plugin = object()\n")
+    with pytest.raises(PluginError, match="registered no tool named 'hollow'"):
+        _manager(root).get("tool", "hollow")
 
 
 def test_switches_autoload_block_allow(root: Path) -> None:

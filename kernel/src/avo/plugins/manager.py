@@ -31,6 +31,7 @@ import pluggy
 
 from avo import hookspecs
 from avo.exceptions import PluginConflictError, PluginError
+from avo.plugins import GROUP_OF_KIND
 from avo.plugins.discovery import (
     KERNEL_DISTRIBUTION,
     PluginEntry,
@@ -202,6 +203,8 @@ class PluginManager:
         self._problems: dict[tuple[str, str], PluginProblem] = {}
         self._hook_problems: list[PluginProblem] = []
         self._loaded_values: dict[int, str] = {}
+        # (kind, name) each distribution declares in its entry points (switches aside).
+        self._declared: dict[str, set[tuple[str, str]]] = {}
 
     # ------------------------------------------------------------ discovery
 
@@ -231,6 +234,7 @@ class PluginManager:
         for group_entries in discover_all(path=self._path, cache_file=self._entry_cache).values():
             for entry in group_entries:
                 key = (entry.kind, entry.name)
+                self._declared.setdefault(canonical_name(entry.package or ""), set()).add(key)
                 reason = self._selected(entry)
                 if reason is not None:
                     self._excluded[key] = (entry, reason)
@@ -293,19 +297,30 @@ class PluginManager:
         when it claims a name another plugin already holds.
         """
         label = name or getattr(plugin, "__name__", None) or repr(plugin)
-        added, problem = self._load_object(plugin, label, package, version)
+        added, problem = self._load_object(plugin, label, package, version, in_process=True)
         if problem is not None:
             error = PluginConflictError if problem.startswith("name conflict") else PluginError
             raise error(f"plugin {label!r}: {problem}", plugin=label, package=package)
         return added
 
     def _load_object(
-        self, plugin: Any, label: str, package: str | None, version: str | None
+        self,
+        plugin: Any,
+        label: str,
+        package: str | None,
+        version: str | None,
+        *,
+        in_process: bool = False,
     ) -> tuple[list[Registration], str | None]:
         """Register ``plugin`` with pluggy and run its registration hooks.
 
         Returns what it registered, or the reason it was isolated (and then
-        nothing it registered is kept).
+        nothing it registered is kept). A plugin loaded from an entry point may
+        only register names its distribution declares as entry points; a
+        declared name the switches disable (or that is in conflict) is left
+        out. An in-process plugin may not take a name an enabled installed
+        plugin of another package declares: that is a conflict too, whichever
+        is loaded first.
         """
         if id(plugin) in self._loaded_values:
             return [], None
@@ -336,14 +351,26 @@ class PluginManager:
                 except Exception as exc:
                     pm.unregister(plugin)
                     return [], f"raised in {hook_name}: {type(exc).__name__}: {exc}"
+        if not in_process:
+            refusal = self._undeclared(collected, package)
+            if refusal is not None:
+                pm.unregister(plugin)
+                return [], refusal
+            collected = [r for r in collected if self._may_register(r.kind, r.name)]
         for reg in collected:
             key = (reg.kind, reg.name)
             held = self._registrations.get(key)
-            if held is not None:
+            holder = (
+                f"{held.package or held.plugin} {held.version or ''}".rstrip()
+                if held is not None
+                else self._installed_holder(key, package)
+                if in_process
+                else None
+            )
+            if holder is not None:
                 pm.unregister(plugin)
                 return [], (
-                    f"name conflict: {reg.kind} {reg.name!r} is registered by both "
-                    f"{held.package or held.plugin} {held.version or ''}".rstrip()
+                    f"name conflict: {reg.kind} {reg.name!r} is registered by both {holder}"
                     + f" and {package or label} {version or ''}".rstrip()
                 )
         try:
@@ -355,6 +382,32 @@ class PluginManager:
             self._registrations[(reg.kind, reg.name)] = reg
         self._loaded_values[id(plugin)] = plugin_name
         return collected, None
+
+    def _undeclared(self, collected: list[Registration], package: str | None) -> str | None:
+        """Why a plugin from ``package`` registering ``collected`` is refused, or None."""
+        declared = self._declared.get(canonical_name(package or ""), set())
+        extra = sorted({(r.kind, r.name) for r in collected} - declared)
+        if not extra:
+            return None
+        names = ", ".join(f"{kind} {name!r}" for kind, name in extra)
+        groups = sorted({GROUP_OF_KIND[kind] for kind, _ in extra})
+        return (
+            f"registers {names}, which {package} does not declare as an entry point; a "
+            f"plugin may only provide the names its package declares (add them under "
+            f"{', '.join(groups)} in its pyproject.toml, or remove them)"
+        )
+
+    def _may_register(self, kind: str, name: str) -> bool:
+        """Whether a declared ``kind``/``name`` is enabled and not in conflict."""
+        key = (kind, name)
+        return key not in self._excluded and key not in self._problems
+
+    def _installed_holder(self, key: tuple[str, str], package: str | None) -> str | None:
+        """``"package version"`` of an enabled plugin of another package declaring ``key``."""
+        for entry in self.discover().get(key, ()):
+            if canonical_name(entry.package or "") != canonical_name(package or ""):
+                return f"{entry.package} {entry.version or ''}".rstrip()
+        return None
 
     def _make_register(
         self,
