@@ -356,7 +356,7 @@ class PluginManager:
             if refusal is not None:
                 pm.unregister(plugin)
                 return [], refusal
-            collected = [r for r in collected if self._may_register(r.kind, r.name)]
+            collected = [r for r in collected if self._may_register(r.kind, r.name, package)]
         for reg in collected:
             key = (reg.kind, reg.name)
             held = self._registrations.get(key)
@@ -397,10 +397,15 @@ class PluginManager:
             f"{', '.join(groups)} in its pyproject.toml, or remove them)"
         )
 
-    def _may_register(self, kind: str, name: str) -> bool:
-        """Whether a declared ``kind``/``name`` is enabled and not in conflict."""
+    def _may_register(self, kind: str, name: str, package: str | None) -> bool:
+        """Whether ``package``'s declared ``kind``/``name`` is enabled and not in conflict."""
         key = (kind, name)
-        return key not in self._excluded and key not in self._problems
+        if key in self._problems:
+            return False
+        wanted = canonical_name(package or "")
+        return any(
+            canonical_name(entry.package or "") == wanted for entry in self.discover().get(key, ())
+        )
 
     def _installed_holder(self, key: tuple[str, str], package: str | None) -> str | None:
         """``"package version"`` of an enabled plugin of another package declaring ``key``."""
