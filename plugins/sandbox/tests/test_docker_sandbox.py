@@ -255,7 +255,8 @@ async def test_exact_error_without_docker_package(
     with pytest.raises(SandboxError) as info:
         await SandboxExecutor().run("true", workspace_dir=tmp_path)
     assert str(info.value) == (
-        "SandboxExecutor requires the `docker` package; install avo with the [sandbox] extra."
+        "SandboxExecutor requires the `docker` package: pip install 'avo-sandbox[docker]' "
+        "(or use the bubblewrap backend, which needs no Docker)"
     )
     assert isinstance(info.value, AvoError)
 

@@ -132,12 +132,20 @@ class PermissionSpec:
 
 @dataclass(frozen=True)
 class SandboxSpec:
-    """A sandbox backend. ``factory(settings: dict) -> executor`` with ``async run(...)``."""
+    """A sandbox backend. ``factory(settings: dict) -> executor`` with ``async run(...)``.
+
+    ``probe(environ) -> str | None`` says why the backend cannot work on this
+    machine right now (None when it can); when a tool asks for a sandbox
+    without naming one, the working backend with the highest ``priority`` is
+    used.
+    """
 
     name: str
     factory: Factory
     description: str = ""
     settings_model: type[BaseModel] | None = None
+    probe: Callable[[Mapping[str, str]], str | None] | None = None
+    priority: int = 0
 
 
 @dataclass(frozen=True)

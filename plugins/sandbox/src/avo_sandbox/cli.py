@@ -1,4 +1,8 @@
-"""``avo sandbox run [...] <command>`` (§14.2) with ``--backend docker|bubblewrap``."""
+"""``avo sandbox run [...] <command>`` with ``--backend auto|docker|bubblewrap``.
+
+``auto`` (the default) uses Docker when an engine answers and bubblewrap
+otherwise (see :mod:`avo_sandbox.detect`).
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``run`` subcommand and its §14.2 flags (plus ``--backend``)."""
     sub = parser.add_subparsers(dest="sandbox_command", required=True)
     run = sub.add_parser("run", help="run one command in a sandbox")
-    run.add_argument("--backend", choices=("docker", "bubblewrap"), default="docker")
+    run.add_argument(
+        "--backend",
+        choices=("auto", "docker", "bubblewrap"),
+        default="auto",
+        help="auto: docker when an engine answers, else bubblewrap (default)",
+    )
     run.add_argument("--image", default=None, help="docker image (default python:3.12-slim)")
-    run.add_argument("--workspace", type=Path, default=Path.cwd())
+    run.add_argument(
+        "--workspace", type=Path, default=None, help="directory mounted writable (default: cwd)"
+    )
     run.add_argument("--network", default="none", help="docker network mode")
     run.add_argument("--memory", default="256m")
     run.add_argument("--timeout", type=float, default=30.0)
@@ -40,7 +51,12 @@ def _env(pairs: list[str]) -> dict[str, str]:
 
 def build_executor(args: argparse.Namespace, *, docker_client: Any = None) -> Any:
     """The executor the flags ask for."""
-    if args.backend == "bubblewrap":
+    backend = args.backend
+    if backend == "auto":
+        from avo_sandbox.detect import choose_backend
+
+        backend = "docker" if docker_client is not None else choose_backend()
+    if backend == "bubblewrap":
         from avo_sandbox.bubblewrap import BubblewrapExecutor
 
         if args.network != "none":
@@ -74,12 +90,17 @@ def run(
         return 2
     import shlex
 
+    workspace = (args.workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        what = "does not exist" if not workspace.exists() else "is not a directory"
+        print(f"avo: --workspace {args.workspace} {what}; pass an existing directory", file=err)
+        return 2
     try:
         executor = build_executor(args, docker_client=docker_client)
         result = asyncio.run(
             executor.run(
                 shlex.join(command),
-                workspace_dir=args.workspace.resolve(),
+                workspace_dir=workspace,
                 env=_env(args.env),
                 timeout_seconds=args.timeout,
             )

@@ -50,7 +50,8 @@ _PATH_LANGUAGE_HINTS: dict[str, str] = {
     ".bash": "bash",
 }
 _MISSING_DOCKER = (
-    "SandboxExecutor requires the `docker` package; install avo with the [sandbox] extra."
+    "SandboxExecutor requires the `docker` package: pip install 'avo-sandbox[docker]' "
+    "(or use the bubblewrap backend, which needs no Docker)"
 )
 
 

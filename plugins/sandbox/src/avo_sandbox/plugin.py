@@ -45,12 +45,26 @@ def _bubblewrap_factory(settings: dict[str, Any]) -> Any:
     return BubblewrapExecutor(**BubblewrapSettings.model_validate(settings or {}).model_dump())
 
 
+def _docker_probe(environ: Any) -> str | None:
+    from avo_sandbox.detect import docker_problem
+
+    return docker_problem(environ)
+
+
+def _bubblewrap_probe(environ: Any) -> str | None:
+    from avo_sandbox.detect import bubblewrap_problem
+
+    return bubblewrap_problem(environ)
+
+
 docker = provides(
     SandboxSpec(
         name="docker",
         factory=_docker_factory,
         description="Ephemeral Docker container per command (network none by default).",
         settings_model=DockerSettings,
+        probe=_docker_probe,
+        priority=20,
     )
 )
 bubblewrap = provides(
@@ -59,6 +73,8 @@ bubblewrap = provides(
         factory=_bubblewrap_factory,
         description="bwrap: no network, read-only system, workspace the only writable mount.",
         settings_model=BubblewrapSettings,
+        probe=_bubblewrap_probe,
+        priority=10,
     )
 )
 sandbox_command = provides(

@@ -40,30 +40,65 @@ class WorkspaceToolSettings(BaseModel):
 
 
 class ShellToolSettings(WorkspaceToolSettings):
-    """Settings of run_shell / lint / test_runner: also the sandbox (an ``avo.sandboxes`` name)."""
+    """Settings of run_shell / lint / test_runner: also the sandbox (an ``avo.sandboxes`` name).
+
+    Without one, the working sandbox with the highest priority is used
+    (Docker when an engine answers, else bubblewrap).
+    """
 
     sandbox: str | None = None
     sandbox_settings: dict[str, Any] = {}
 
 
-def _sandbox(name: str, settings: dict[str, Any]) -> Any:
+def _sandbox(name: str | None, settings: dict[str, Any], environ: Any = None) -> Any:
+    """The named sandbox, or (``None``) the working one with the highest priority."""
+    from avo.exceptions import ConfigError
     from avo.plugins.manager import PluginManager
 
-    spec = PluginManager().get("sandbox", name)
+    manager = PluginManager(environ=environ)
+    if name is None:
+        manager.load_kind("sandbox")
+        candidates = sorted(
+            manager.specs("sandbox").values(),
+            key=lambda spec: (-getattr(spec, "priority", 0), spec.name),
+        )
+        reasons = []
+        for candidate in candidates:
+            probe = getattr(candidate, "probe", None)
+            problem = probe(environ if environ is not None else {}) if probe else None
+            if problem is None:
+                spec = candidate
+                break
+            reasons.append(f"{candidate.name}: {problem}")
+        else:
+            found = "; ".join(reasons) or "no avo.sandboxes plugin is installed (avo-sandbox)"
+            raise ConfigError(
+                f"shell tools need a sandbox and none works here ({found}); install one, "
+                'or name it in the tool\'s settings (sandbox = "bubblewrap")',
+                key="sandbox",
+            )
+    else:
+        spec = manager.get("sandbox", name)
     if spec.settings_model is not None:
         settings = spec.settings_model.model_validate(settings).model_dump()
     return spec.factory(settings)
 
 
 def _builder(module: str, function: str, settings_model: type[BaseModel] | None) -> Any:
-    def factory(settings: dict[str, Any] | None = None) -> Any:
+    def factory(
+        settings: dict[str, Any] | None = None,
+        *,
+        environ: Any = None,
+        workspace: str | None = None,
+    ) -> Any:
+        """Build the tool; ``workspace`` (the composition's directory) is the default workspace."""
         builder = getattr(importlib.import_module(f"avo_tools.{module}"), function)
         if settings_model is None:
             return builder()
         parsed = settings_model.model_validate(settings or {})
-        kwargs: dict[str, Any] = {"workspace": getattr(parsed, "workspace", None)}
-        if isinstance(parsed, ShellToolSettings) and parsed.sandbox:
-            kwargs["sandbox"] = _sandbox(parsed.sandbox, parsed.sandbox_settings)
+        kwargs: dict[str, Any] = {"workspace": getattr(parsed, "workspace", None) or workspace}
+        if isinstance(parsed, ShellToolSettings):
+            kwargs["sandbox"] = _sandbox(parsed.sandbox, parsed.sandbox_settings, environ)
         return builder(**kwargs)
 
     factory.__name__ = f"build_{function}"
