@@ -17,6 +17,7 @@
     │   ├── EventInvariantError
     │   │   └── StaleWriteError     (a batch built from an out-of-date view of the run)
     │   └── LeaseError              (another writer holds the run)
+    │       └── RunBusyError        (a live process is driving the run: .owner)
     ├── ProviderError(message, *, retryable=True)
     │   └── FakeProviderExhaustedError   (retryable=False)
     ├── ConfigError                 (also a ValueError)
@@ -152,6 +153,14 @@ class LeaseError(StorageError):
         self.run_id = run_id
 
 
+class RunBusyError(LeaseError):
+    """The run is being driven by another live process right now; ``.owner`` names it."""
+
+    def __init__(self, message: str, *, run_id: str | None = None, owner: str = "") -> None:
+        super().__init__(message, run_id=run_id)
+        self.owner = owner
+
+
 class ProviderError(AvoError):
     """A model provider failed. ``retryable`` says whether trying again can help."""
 
@@ -215,6 +224,7 @@ __all__ = [
     "PluginError",
     "ProviderError",
     "RunAlreadyTerminalError",
+    "RunBusyError",
     "RunNotFoundError",
     "SandboxError",
     "SkillError",

@@ -90,6 +90,7 @@ class AgentRuntime:
         budget: Any | None = None,
         prompt_cache: bool = False,
         environ: Mapping[str, str] | None = None,
+        composition: Mapping[str, Any] | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -116,6 +117,11 @@ class AgentRuntime:
         # task/output/error. ``environ`` (default os.environ) gives the secret-named
         # variables; ``runtime.redactor.add(value)`` teaches it more values.
         self.redactor = Redactor(environ=environ)
+        # What the runtime was composed from (avo.compose), recorded in RUN_CREATED
+        # so a run can be composed again to resume or replay it.
+        self.composition = dict(composition) if composition is not None else None
+        self._driving: asyncio.Task[Any] | None = None
+        self._interrupted: str | None = None
 
     @property
     def approval_callback(self) -> ApprovalCallback:
@@ -155,6 +161,8 @@ class AgentRuntime:
             plugin_set = self._plugin_set()
             if plugin_set is not None:
                 payload["plugins"] = plugin_set
+            if self.composition is not None:
+                payload["composition"] = self.redactor.value(self.composition)
             event = AgentEvent(
                 run_id=run.run_id, event_type=EventType.RUN_CREATED, created_at=now, payload=payload
             )
@@ -244,7 +252,29 @@ class AgentRuntime:
 
     # ------------------------------------------------------------------ the loop
 
+    def interrupt(self, reason: str = "interrupted by the user") -> bool:
+        """Stop the run being driven now, leaving it resumable (PAUSED, not CANCELLED).
+
+        A tool call cut short gets a failed result saying so (its effect may be
+        partial); ``run()``/``resume()`` then return with status ``paused``.
+        Returns False when no run is being driven. Cancelling the driving task
+        instead ends the run CANCELLED.
+        """
+        task = self._driving
+        if task is None or task.done():
+            return False
+        self._interrupted = reason
+        task.cancel()
+        return True
+
     async def _drive(self, ctx: _RunContext) -> RunResult:
+        self._driving, self._interrupted = asyncio.current_task(), None
+        try:
+            return await self._drive_loop(ctx)
+        finally:
+            self._driving = None
+
+    async def _drive_loop(self, ctx: _RunContext) -> RunResult:
         try:
             while not is_terminal(ctx.run.state):
                 await HANDLERS[ctx.run.state](self, ctx)
@@ -253,6 +283,11 @@ class AgentRuntime:
             if task is not None:
                 task.uncancel()
             await self._resync_log(ctx)
+            if self._interrupted is not None:
+                from avo.ops.interrupt import pause_interrupted
+
+                await pause_interrupted(self, ctx, self._interrupted)
+                return result_of(ctx)
             await self._end_on_error(
                 ctx, RunState.CANCELLED, StopReason.USER_CANCELLED, "Run cancelled by the caller."
             )

@@ -87,6 +87,23 @@ async def adopt_pending_lease(conn: Any, run_id: str, lease: Lease | None) -> No
     await conn.execute("DELETE FROM avo_leases WHERE run_id = $1", run_id)
 
 
+async def current(conn: Any, run_id: str) -> Lease | None:
+    """The live lease of ``run_id`` (on its run row, or still pending), or None."""
+    for query in (_RUN_LEASE, _PENDING_LEASE):
+        row = await conn.fetchrow(query.removesuffix(" FOR UPDATE"), run_id)
+        if row is not None:
+            if row["lease_live"] and row["lease_owner"] is not None:
+                return Lease(
+                    run_id=run_id,
+                    owner=row["lease_owner"],
+                    token=row["lease_token"],
+                    expires_at=row["lease_expires_at"],
+                )
+            if query is _RUN_LEASE:
+                return None
+    return None
+
+
 async def acquire(conn: Any, run_id: str, owner: str, ttl: float) -> Lease:
     """Take the lease in the caller's transaction; LeaseError while another owner holds it."""
     await lock_run_leases(conn, run_id)
@@ -243,6 +260,10 @@ class FencedPostgresStore:
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """As the store's."""
         return await self._store.get_latest_checkpoint(run_id)
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """As the store's."""
+        return await self._store.get_lease(run_id)
 
     async def is_terminal_run(self, run_id: str) -> bool:
         """As the store's."""

@@ -481,6 +481,11 @@ class PostgresEventStore(StoreReads):
         return staged
 
     # ------------------------------------------------------------ leases
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's live lease (owner and expiry), or None when nobody holds it. Reads only."""
+        async with self._connection(f"reading the lease of run {run_id}") as conn:
+            return await leases.current(conn, run_id)
+
     async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
         """Take the run's writer lease for ``ttl`` seconds (the run need not exist yet).
 

@@ -54,6 +54,15 @@ class LeaseOps:
                 run_id=run_id,
             )
 
+    def get_lease(self, run_id: str) -> Lease | None:
+        """The run's live lease (who drives it, until when), or None. Reads only."""
+        row = self.conn.execute(
+            "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[0] is None or row[2] <= time.time():
+            return None
+        return Lease(run_id, row[0], int(row[1]), datetime.fromtimestamp(row[2], UTC))
+
     def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
         if ttl <= 0:
             raise LeaseError(f"lease ttl must be positive seconds, got {ttl!r}", run_id=run_id)

@@ -233,6 +233,10 @@ class SQLiteEventStore:
         return await self._call(self._core.database_bytes)
 
     # ------------------------------------------------------------------ leases
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's live lease (owner and expiry), or None when nobody holds it."""
+        return await self._call(self._core.get_lease, run_id)
+
     async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
         """Take the run's lease for ``ttl`` seconds; the token is bumped on every acquisition."""
         return await self._call(self._core.acquire_lease, run_id, owner, ttl)
@@ -317,6 +321,10 @@ class FencedSQLiteEventStore:
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """get_latest_checkpoint of the underlying store."""
         return await self.store.get_latest_checkpoint(run_id)
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """get_lease of the underlying store."""
+        return await self.store.get_lease(run_id)
 
     async def is_terminal_run(self, run_id: str) -> bool:
         """is_terminal_run of the underlying store."""

@@ -1,0 +1,55 @@
+"""Front-end operations: what the CLI, the chat REPL, the web UI and workers all call.
+
+Each operation is one function here, recorded as events the same way whoever
+calls it, so front ends never disagree about a run:
+
+- :func:`cancel` — end a run for good (CANCELLED / user_cancelled);
+- :func:`resume` — continue a stopped run with the runtime recorded in it;
+- :func:`replay` — re-drive a stored run through today's code, offline, and
+  report the first divergent event;
+- :func:`run_status` — live (who drives it) / interrupted / paused / finished;
+- interrupting a run being driven is :meth:`avo.runtime.AgentRuntime.interrupt`
+  (the run becomes PAUSED and resumable, see :mod:`avo.ops.interrupt`);
+- :func:`holding_lease` — drive a run while holding its lease.
+
+Names are imported lazily: ``import avo.ops`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from avo.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from avo.ops.cancel import cancel
+    from avo.ops.leases import current_holder, holding_lease, owner_name
+    from avo.ops.replay import ReplayReport, replay
+    from avo.ops.resume import resume
+    from avo.ops.status import RunStatus, run_status
+
+_LAZY = {
+    "cancel": "avo.ops.cancel",
+    "current_holder": "avo.ops.leases",
+    "holding_lease": "avo.ops.leases",
+    "owner_name": "avo.ops.leases",
+    "ReplayReport": "avo.ops.replay",
+    "replay": "avo.ops.replay",
+    "resume": "avo.ops.resume",
+    "RunStatus": "avo.ops.status",
+    "run_status": "avo.ops.status",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = [
+    "ReplayReport",
+    "RunStatus",
+    "cancel",
+    "current_holder",
+    "holding_lease",
+    "owner_name",
+    "replay",
+    "resume",
+    "run_status",
+]

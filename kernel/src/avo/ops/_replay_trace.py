@@ -1,0 +1,113 @@
+"""The comparable trace of a run's log, for :mod:`avo.ops.replay`.
+
+A recorded log and a replayed one can only differ in ways that matter once
+the bookkeeping is taken out, so both are reduced to the same trace:
+
+* events a resume superseded are dropped: after a crash, everything between
+  the checkpoint a run resumed from and its ``run_resumed`` was done again,
+  unless the resume recovered a tool result (then those events stand);
+* checkpoints, ``run_resumed`` and moves into ``paused`` are dropped, and a
+  ``state_changed`` is compared by its target state only, consecutive
+  repeats folded;
+* values that differ on every run are dropped: durations, timestamps,
+  elapsed seconds, checkpoint ids; a ``model_failed`` keeps its step, retry
+  flag and error count (its text came from a provider that replay does not
+  call); ``run_created`` keeps the task and system prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from avo.events import AgentEvent, EventType
+from avo.state import RunState
+
+VOLATILE_KEYS = frozenset(
+    {
+        "duration_ms",
+        "elapsed_seconds",
+        "started_at",
+        "finished_at",
+        "created_at",
+        "updated_at",
+        "checkpoint_id",
+        "checkpoint_sequence",
+        "duration_seconds",
+    }
+)
+_CREATED_KEYS: tuple[str, ...] = ("task", "system_prompt")
+_FAILED_KEYS: tuple[str, ...] = ("step", "retryable", "consecutive_errors")
+_PAUSED = RunState.PAUSED.value
+_RECOVERED = RunState.OBSERVATION_RECORDED.value
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def effective_events(events: list[AgentEvent]) -> list[AgentEvent]:
+    """``events`` without the ones a later resume superseded (done again after a crash)."""
+    superseded: set[int] = set()
+    for event in events:
+        if event.event_type is not EventType.RUN_RESUMED:
+            continue
+        start = event.payload.get("checkpoint_sequence")
+        if not isinstance(start, int) or event.payload.get("state") == _RECOVERED:
+            continue
+        superseded.update(range(start + 1, event.sequence))
+    return [e for e in events if e.sequence not in superseded]
+
+
+def _entry(event: AgentEvent) -> dict[str, Any] | None:
+    kind = event.event_type
+    payload: dict[str, Any] = dict(event.payload)
+    if kind in (EventType.CHECKPOINT_CREATED, EventType.RUN_RESUMED):
+        return None
+    if kind is EventType.STATE_CHANGED:
+        target = payload.get("to_state")
+        return None if target == _PAUSED else {"type": kind.value, "to_state": target}
+    if kind is EventType.RUN_CREATED:
+        kept: dict[str, Any] = {k: payload[k] for k in _CREATED_KEYS if k in payload}
+        return {"type": kind.value, **kept}
+    if kind is EventType.MODEL_FAILED:
+        kept = {k: payload.get(k) for k in _FAILED_KEYS}
+        return {"type": kind.value, **kept}
+    return {"type": kind.value, **_strip(payload)}
+
+
+def comparable(events: Iterable[AgentEvent]) -> list[tuple[int, dict[str, Any]]]:
+    """``(sequence, entry)`` pairs of the run's comparable trace (see the module docstring)."""
+    ordered = sorted(events, key=lambda e: e.sequence)
+    trace: list[tuple[int, dict[str, Any]]] = []
+    for event in effective_events(ordered):
+        entry = _entry(event)
+        if entry is None:
+            continue
+        if entry["type"] == EventType.STATE_CHANGED.value and trace and trace[-1][1] == entry:
+            continue
+        trace.append((event.sequence, entry))
+    return trace
+
+
+def first_difference(
+    recorded: dict[str, Any], replayed: dict[str, Any], prefix: str = ""
+) -> str | None:
+    """The dotted key of the first value that differs between two entries (None: equal)."""
+    for key in sorted(set(recorded) | set(replayed)):
+        left, right = recorded.get(key, "<absent>"), replayed.get(key, "<absent>")
+        dotted = f"{prefix}.{key}" if prefix else key
+        if isinstance(left, dict) and isinstance(right, dict):
+            inner = first_difference(left, right, dotted)
+            if inner is not None:
+                return inner
+        elif left != right:
+            return dotted
+    return None
+
+
+__all__ = ["VOLATILE_KEYS", "comparable", "effective_events", "first_difference"]

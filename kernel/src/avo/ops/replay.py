@@ -1,0 +1,341 @@
+"""``replay``: re-drive a stored run through today's code without calling providers or tools.
+
+The run's recorded model responses (and provider failures), tool results and
+approval decisions are played back to a fresh :class:`~avo.runtime.AgentRuntime`
+(same run id, task, system prompt, policy and budget; an in-memory store), and
+the log it writes is compared with the stored one, event by event, on the
+trace :mod:`avo.ops._replay_trace` describes. When both runs finished, their
+final transcripts (what the model was shown) are compared too. The report
+names the first event where today's code does something else: how a user
+tests an upgrade against yesterday's runs.
+
+Nothing outside the process is touched: no provider, no tool, no hook, no
+notifier; the stored run is only read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from avo.compose._record import recorded_composition
+from avo.events import AgentEvent, EventType
+from avo.exceptions import ProviderError, RunNotFoundError
+from avo.models import ModelRequest, ModelResponse, ToolCall, ToolMetadata, ToolResult
+from avo.ops._replay_trace import comparable, first_difference
+from avo.policies import LoopPolicy
+from avo.state import StopReason, is_terminal
+from avo.tools import ToolRegistry
+
+END_OF_RECORDING = "replay reached the end of the recording"
+_PROVIDER_SIDE = (EventType.ROUTE_FAILOVER, EventType.SAVER_APPLIED)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the replay first differs from the recording."""
+
+    position: int
+    sequence: int | None
+    recorded: dict[str, Any] | None
+    replayed: dict[str, Any] | None
+    detail: str
+
+    def describe(self) -> str:
+        """One line: the recorded event's sequence and type, and what differs."""
+        where = f"event {self.sequence}" if self.sequence is not None else "after the last event"
+        kind = (self.recorded or self.replayed or {}).get("type", "?")
+        return f"{where} ({kind}): {self.detail}"
+
+
+@dataclass
+class ReplayReport:
+    """The outcome of replaying one run."""
+
+    run_id: str
+    compared: int
+    divergence: Divergence | None
+    recorded_state: str
+    replayed_state: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when today's code did exactly what the recording shows."""
+        return self.divergence is None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``avo replay --json``)."""
+        divergence = self.divergence
+        return {
+            "run_id": self.run_id,
+            "ok": self.ok,
+            "compared_events": self.compared,
+            "recorded_state": self.recorded_state,
+            "replayed_state": self.replayed_state,
+            "divergence": None
+            if divergence is None
+            else {
+                "sequence": divergence.sequence,
+                "position": divergence.position,
+                "recorded": divergence.recorded,
+                "replayed": divergence.replayed,
+                "detail": divergence.detail,
+            },
+            "notes": list(self.notes),
+        }
+
+
+class _Recording:
+    """The provider outcomes, tool results and approvals a stored log holds, in order."""
+
+    def __init__(self, events: list[AgentEvent]) -> None:
+        from avo.ops._replay_trace import effective_events
+
+        self.outcomes: list[tuple[list[tuple[str, dict[str, Any]]], Any]] = []
+        self.results: dict[str, ToolResult] = {}
+        self.approvals: dict[str, bool] = {}
+        self.tools: dict[str, ToolMetadata] = {}
+        self.provider: tuple[Any, Any] | None = None
+        side: list[tuple[str, dict[str, Any]]] = []
+        for event in effective_events(events):
+            kind, payload = event.event_type, event.payload
+            if kind in _PROVIDER_SIDE:
+                side.append((kind.value, dict(payload)))
+            elif kind is EventType.MODEL_RESPONDED:
+                if self.provider is None:
+                    self.provider = (payload.get("provider"), payload.get("model"))
+                response = ModelResponse.model_validate(payload["response"])
+                self.outcomes.append((side, response))
+                side = []
+            elif kind is EventType.MODEL_FAILED:
+                error = ProviderError(
+                    str(payload.get("error") or "recorded provider failure"),
+                    retryable=bool(payload.get("retryable", True)),
+                )
+                self.outcomes.append((side, error))
+                side = []
+            elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+                self.results[str(payload["tool_call_id"])] = ToolResult.model_validate(
+                    payload["result"]
+                )
+            elif kind is EventType.TOOL_APPROVED:
+                self.approvals[str(payload.get("tool_call_id"))] = True
+            elif kind is EventType.TOOL_DENIED:
+                self.approvals[str(payload.get("tool_call_id"))] = False
+            if kind is EventType.TOOL_REQUESTED:
+                name = str(payload.get("name"))
+                self.tools.setdefault(
+                    name,
+                    ToolMetadata(
+                        name=name,
+                        description=f"{name} (replayed from the recording)",
+                        input_schema={"type": "object"},
+                    ),
+                )
+
+
+class _ReplayProvider:
+    """Plays the recorded model outcomes back; interrupts the run when they run out."""
+
+    name = "replay"
+    model = None
+
+    def __init__(self, recording: _Recording) -> None:
+        # the recorded provider's name and model, as MODEL_RESPONDED reports them
+        self.name, self.model = recording.provider or ("replay", None)
+        self._outcomes = list(recording.outcomes)
+        self.event_sink: Any = None
+        self.runtime: Any = None
+        self.exhausted = False
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        import asyncio
+
+        if not self._outcomes:
+            self.exhausted = True
+            self.runtime.interrupt(END_OF_RECORDING)
+            await asyncio.sleep(3600)  # cancelled by the interrupt
+        side, outcome = self._outcomes.pop(0)
+        for kind, payload in side:
+            if self.event_sink is not None:
+                await self.event_sink(kind, payload)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert isinstance(outcome, ModelResponse)
+        return outcome
+
+
+class _ReplayTools(ToolRegistry):
+    """Answers each call with its recorded result; a call never recorded ends the replay."""
+
+    def __init__(self, recording: _Recording, provider: _ReplayProvider) -> None:
+        super().__init__()
+        self._recording = recording
+        self._provider = provider
+
+    @property
+    def metadata(self) -> list[ToolMetadata]:
+        """The tools the recording called (names only: requests are not recorded)."""
+        return list(self._recording.tools.values())
+
+    async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
+        """The recorded result of ``call``."""
+        import asyncio
+
+        result = self._recording.results.get(call.tool_call_id)
+        if result is None:
+            self._provider.exhausted = True
+            self._provider.runtime.interrupt(END_OF_RECORDING)
+            await asyncio.sleep(3600)
+        assert result is not None
+        return result
+
+
+def _budget(record: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> Any:
+    if record is None:
+        return None
+    from avo.budget import budget_from_settings
+
+    table = record["config"].get("budget") or {}
+    return budget_from_settings(dict(table), environ=environ) if table else None
+
+
+def _transcript_divergence(
+    recorded: list[Any], replayed: list[Any], events: list[AgentEvent]
+) -> Divergence | None:
+    for index in range(max(len(recorded), len(replayed))):
+        left = recorded[index] if index < len(recorded) else None
+        right = replayed[index] if index < len(replayed) else None
+        if left == right:
+            continue
+        call_id = (left or right or {}).get("tool_call_id")
+        sequence = next(
+            (
+                e.sequence
+                for e in events
+                if call_id
+                and e.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
+                and e.payload.get("tool_call_id") == call_id
+            ),
+            None,
+        )
+        role = (left or right or {}).get("role", "?")
+        return Divergence(
+            position=index,
+            sequence=sequence,
+            recorded={"type": "transcript", "message": left},
+            replayed={"type": "transcript", "message": right},
+            detail=f"the transcript differs at message {index} (role {role}"
+            + (f", tool call {call_id}" if call_id else "")
+            + "): the recorded run showed the model something else",
+        )
+    return None
+
+
+def _at(entry: Mapping[str, Any], dotted: str, limit: int = 160) -> str:
+    value: Any = entry
+    for part in dotted.split("."):
+        value = value.get(part, "<absent>") if isinstance(value, Mapping) else "<absent>"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compare(
+    recorded: list[tuple[int, dict[str, Any]]],
+    replayed: list[tuple[int, dict[str, Any]]],
+    *,
+    truncated: bool,
+) -> Divergence | None:
+    for position in range(max(len(recorded), len(replayed))):
+        left = recorded[position] if position < len(recorded) else None
+        right = replayed[position] if position < len(replayed) else None
+        if left is None and truncated:
+            return None
+        if left is not None and right is not None and left[1] == right[1]:
+            continue
+        if left is None:
+            assert right is not None
+            detail = f"today's code goes on with {right[1]['type']} where the recording ended"
+        elif right is None:
+            detail = f"today's code stops before {left[1]['type']}"
+        elif left[1]["type"] != right[1]["type"]:
+            detail = f"recorded {left[1]['type']}, today's code writes {right[1]['type']}"
+        else:
+            key = first_difference(left[1], right[1]) or "?"
+            detail = (
+                f"{key} differs: recorded {_at(left[1], key)}, today's code {_at(right[1], key)}"
+            )
+        return Divergence(
+            position=position,
+            sequence=left[0] if left else None,
+            recorded=left[1] if left else None,
+            replayed=right[1] if right else None,
+            detail=detail,
+        )
+    return None
+
+
+async def replay(
+    store: Any, run_id: str, *, environ: Mapping[str, str] | None = None
+) -> ReplayReport:
+    """Replay ``run_id`` from ``store`` and compare; the store is only read."""
+    from avo.runtime import AgentRuntime
+    from avo.storage.memory import InMemoryEventStore
+
+    run = await store.get_run(run_id)
+    events = await store.get_events(run_id)
+    if run is None or not events:
+        raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
+    first = events[0].payload
+    recording = _Recording(events)
+    provider = _ReplayProvider(recording)
+    record = recorded_composition(first)
+    notes: list[str] = []
+    policy = LoopPolicy.model_validate(first.get("policy") or {})
+    if run.stop_reason is StopReason.MAX_RUNTIME:
+        notes.append("the recording stopped on max_runtime; wall-clock time is not replayed")
+    policy = policy.model_copy(update={"max_runtime_seconds": None})
+    memory_store = InMemoryEventStore()
+    runtime = AgentRuntime(
+        provider=provider,
+        tools=_ReplayTools(recording, provider),
+        policy=policy,
+        event_store=memory_store,
+        approval_callback=lambda call: recording.approvals.get(call.tool_call_id, True),
+        budget=_budget(record, environ),
+        environ=environ,
+    )
+    provider.runtime = runtime
+    system_prompt = first.get("system_prompt")
+    result = await runtime.run(
+        str(first.get("task", run.task)),
+        system_prompt=system_prompt if isinstance(system_prompt, str) else None,
+        user_state=dict(run.user_state),
+        run_id=run_id,
+    )
+    if provider.exhausted:
+        notes.append("the recording ends before the run does (it was interrupted or crashed)")
+    replayed_events = await memory_store.get_events(run_id)
+    recorded_trace = comparable(events)
+    replayed_trace = comparable(replayed_events)
+    divergence = _compare(recorded_trace, replayed_trace, truncated=provider.exhausted)
+    if divergence is None and is_terminal(run.state) and is_terminal(result.status):
+        recorded_cp = await store.get_latest_checkpoint(run_id)
+        replayed_cp = await memory_store.get_latest_checkpoint(run_id)
+        if recorded_cp is not None and replayed_cp is not None:
+            divergence = _transcript_divergence(
+                list(recorded_cp.messages), list(replayed_cp.messages), events
+            )
+    return ReplayReport(
+        run_id=run_id,
+        compared=min(len(recorded_trace), len(replayed_trace)),
+        divergence=divergence,
+        recorded_state=run.state.value,
+        replayed_state=result.status.value,
+        notes=notes,
+    )
+
+
+__all__ = ["END_OF_RECORDING", "Divergence", "ReplayReport", "replay"]

@@ -1,0 +1,166 @@
+"""``resume``: continue a stopped run with the runtime it was composed from.
+
+The run's first event records its composition (:mod:`avo.compose._record`):
+provider, tools, hooks, notifiers, permission mode, policy and their settings,
+and the workspace its tools were bound to. :func:`resume` composes that same
+runtime again from the installed plugins (any provider, any tool plugin),
+with secrets read from the environment again, takes the run's lease (a run a
+live process is driving is refused, naming the holder) and continues from the
+latest checkpoint through :meth:`AgentRuntime.resume`, which refuses anything
+unsafe (e.g. a tool call that started without a recorded result).
+
+``fail_open_tool_calls=True`` first closes such calls with a failed result
+saying their effect is unknown, so the model can check and decide, instead of
+refusing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from avo.compose._record import recorded_composition
+from avo.events import RunLogState
+from avo.exceptions import (
+    AvoError,
+    ConfigError,
+    RunAlreadyTerminalError,
+    RunNotFoundError,
+    UnsafeResumeError,
+)
+from avo.models import RunResult
+from avo.ops._abandon import abandon_open_calls
+from avo.ops._context import run_context
+from avo.ops.leases import holding_lease
+from avo.runtime_persistence import flush
+from avo.state import is_terminal
+
+if TYPE_CHECKING:
+    from avo.compose import Composition
+    from avo.compose.resolve import ResolvedConfig
+    from avo.runtime import AgentRuntime
+
+NO_RECORD = (
+    "run {run_id} has no recorded composition (it was built in Python, or by an older avo): "
+    "pass --config FILE describing the runtime it ran with, or resume it from Python with "
+    "AgentRuntime(provider=..., tools=[...], event_store=...).resume({run_id!r})"
+)
+
+
+async def recorded_config(
+    store: Any,
+    run_id: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    config: str | Path | None = None,
+) -> tuple[ResolvedConfig, str | None]:
+    """The configuration ``run_id`` was composed from, and its workspace directory.
+
+    ``config`` (a file) is used instead for runs without a record.
+    """
+    from avo.compose.resolve import resolve_config, resolve_recorded
+
+    events = await store.get_events(run_id)
+    if not events:
+        raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
+    record = recorded_composition(events[0].payload)
+    if record is None:
+        if config is None:
+            raise AvoError(NO_RECORD.format(run_id=run_id))
+        return resolve_config(config, environ=environ), None
+    label = f"(composition recorded by run {run_id})"
+    resolved = resolve_recorded(record["config"], environ=environ, label=label)
+    workspace = record.get("workspace")
+    return resolved, str(workspace) if isinstance(workspace, str) else None
+
+
+def _workspace(recorded: str | None, override: str | Path | None) -> str | None:
+    if override is not None:
+        return str(override)
+    if recorded is not None and not Path(recorded).is_dir():
+        raise ConfigError(
+            f"the run's workspace {recorded} no longer exists; pass --workspace DIR to bind "
+            "its tools to another directory",
+            key="workspace",
+        )
+    return recorded
+
+
+async def _close_open_calls(runtime: AgentRuntime, run: Any, run_id: str) -> list[str]:
+    store = runtime.event_store
+    events = await store.get_events(run_id)
+    log = RunLogState.from_events(run_id, events)
+    if not log.open_tool_calls:
+        return []
+    ctx = run_context(runtime, run, log, await store.get_latest_checkpoint(run_id))
+    closed = await abandon_open_calls(
+        runtime, ctx, events, "the process running it stopped before recording its result"
+    )
+    await flush(runtime, ctx)
+    return closed
+
+
+async def resume(
+    store: Any,
+    run_id: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    config: str | Path | None = None,
+    workspace: str | Path | None = None,
+    stream_callback: Callable[[str], None] | None = None,
+    approval_callback: Any | None = None,
+    fail_open_tool_calls: bool = False,
+    owner: str | None = None,
+    on_composed: Callable[[Composition], None] | None = None,
+) -> RunResult:
+    """Resume ``run_id`` with the runtime recorded in its first event.
+
+    :param config: a config file for runs without a recorded composition.
+    :param workspace: bind workspace tools here instead of the recorded directory.
+    :param fail_open_tool_calls: close calls that started without a result
+        (a crash mid-tool) with a failed result instead of refusing.
+    :param on_composed: called with the composition before driving (a front
+        end keeps its runtime to interrupt it).
+    """
+    from avo.compose import compose
+
+    run = await store.get_run(run_id)
+    if run is None:
+        raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
+    if is_terminal(run.state) or await store.is_terminal_run(run_id):
+        raise RunAlreadyTerminalError(
+            f"run {run_id} already finished ({run.state.value}); there is nothing to resume",
+            run_id=run_id,
+        )
+    resolved, recorded_workspace = await recorded_config(
+        store, run_id, environ=environ, config=config
+    )
+    directory = _workspace(recorded_workspace, workspace)
+    async with holding_lease(store, run_id, owner=owner, doing="resume") as writer:
+        composition = compose(
+            resolved=resolved,
+            event_store=writer,
+            workspace=directory,
+            stream_callback=stream_callback,
+            approval_callback=approval_callback,
+        )
+        if on_composed is not None:
+            on_composed(composition)
+        runtime = composition.runtime
+        if fail_open_tool_calls:
+            await _close_open_calls(runtime, run, run_id)
+        try:
+            return await runtime.resume(run_id)
+        except UnsafeResumeError as exc:
+            if exc.tool_call_ids and not fail_open_tool_calls:
+                raise UnsafeResumeError(
+                    f"{exc}. Their effect is unknown; resume with --fail-open-tools to tell the "
+                    "model so and continue, or cancel the run (avo runs cancel)",
+                    run_id=run_id,
+                    tool_call_ids=exc.tool_call_ids,
+                ) from None
+            raise
+
+
+__all__ = ["NO_RECORD", "recorded_config", "resume"]
