@@ -10,16 +10,19 @@ DB="${AVO_DEMO_DATABASE:-avo.db}"
 TASK="${1:-Find where the plugin manager is defined and summarise what it does.}"
 
 echo "== avo run (config examples/avo.toml, store $DB)"
+# The answer is on stdout; the run id, progress and the summary on stderr.
+summary="$(mktemp)"
+trap 'rm -f "$summary"' EXIT
 set +e
-output="$(avo run "$TASK" --config examples/avo.toml -d "$DB")"
+avo run "$TASK" --config examples/avo.toml -d "$DB" 2> >(tee "$summary" >&2)
 status=$?
 set -e
-printf '%s\n' "$output"
+wait
 if [ "$status" -ne 0 ]; then
     echo "main job: avo run exited with $status" >&2
     exit "$status"
 fi
-run_id="$(printf '%s\n' "$output" | sed -n 's/^run id: *//p' | tail -n 1)"
+run_id="$(sed -n 's/^run id: *//p' "$summary" | tail -n 1)"
 if [ -z "$run_id" ]; then
     echo "main job: no run id in the output of avo run" >&2
     exit 1

@@ -117,7 +117,7 @@ def test_broken_duplicate_and_incompatible_plugins_are_isolated(
     config.write_text(CONFIG.format(tool="good_tool"), encoding="utf-8")
     good = plugin_venv.avo("run", "use the good tool")
     assert good.returncode == 0, good.stderr
-    assert "finished" in good.stdout and "stop reason: completed" in good.stdout
+    assert good.stdout == "finished\n" and "stop reason: completed" in good.stderr
 
     config.write_text(CONFIG.format(tool="twin"), encoding="utf-8")
     clash = plugin_venv.avo("run", "use the twin")

@@ -141,7 +141,7 @@ def test_third_party_plugin_install_list_compose_remove(
 
     ran = plugin_venv.avo("run", "via the cli")
     assert ran.returncode == 0, ran.stderr
-    assert "acme answer:" in ran.stdout and "stop reason: completed" in ran.stdout
+    assert ran.stdout.startswith("acme answer:") and "stop reason: completed" in ran.stderr
 
     refused = plugin_venv.avo("plugin", "remove", "acme", stdin="n\n")
     assert refused.returncode == 1 and "[y/N]" in refused.stdout

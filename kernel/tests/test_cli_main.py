@@ -118,11 +118,14 @@ def test_avo_run_streams_and_summarises(tmp_path: Path, capsys: pytest.CaptureFi
         encoding="utf-8",
     )
     assert main(["run", "question?", "--config", str(config)], environ={}) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("the answer\n")
-    assert "stop reason: completed" in out and "steps:       1" in out
-    assert "tokens:      10 (input 7, output 3)" in out
-    assert "run id:" in out
+    captured = capsys.readouterr()
+    # the answer alone on stdout; the run id (first) and the summary on stderr
+    assert captured.out == "the answer\n"
+    err = captured.err
+    assert err.startswith("avo: run ") and " started (store memory:)" in err.splitlines()[0]
+    assert "stop reason: completed" in err and "steps:       1" in err
+    assert "tokens:      10 (input 7, output 3)" in err
+    assert "run id:" in err
 
 
 def test_avo_run_config_error_is_avo_error(
@@ -146,8 +149,10 @@ def test_avo_run_stopped_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixtu
         encoding="utf-8",
     )
     assert main(["run", "loop", "-c", str(config)], environ={}) == 1
-    out = capsys.readouterr().out
-    assert "status:      " in out and "status:      completed" not in out
+    err = capsys.readouterr().err
+    assert "status:      " in err and "status:      completed" not in err
+    # the cause is shown in full, not only the stop reason
+    assert "cause:       tool missing_tool: " in err
 
 
 def test_config_plugin_switches_apply_to_avo_run(

@@ -97,7 +97,7 @@ def test_list_newest_first_and_empty(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, _ = _avo(capsys, "runs", "list", "-d", str(db))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["RUN", "ID", "STATE"]
+    assert lines[0].split()[:3] == ["RUN", "ID", "STATUS"]
     assert [line.split()[0] for line in lines[1:]] == [second, first]
     assert "second task" in lines[1] and "completed" in lines[1]
     empty = tmp_path / "empty.db"
@@ -138,46 +138,44 @@ def test_ambiguous_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert code == 2 and "ambiguous" in err and "abc-1" in err
 
 
-def test_resume_finishes_an_interrupted_fake_run(
+def test_resume_of_a_python_built_run_needs_its_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A run built in Python records no composition: resume says how to give it one."""
     db = tmp_path / "avo.db"
     run_id = _run(
         db, [ModelResponse(content="resumed answer")], breaks_on=EventType.MODEL_RESPONDED
     )
     code, out, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
-    assert (code, err) == (0, "")
-    assert "status:      completed" in out and "output:      resumed answer" in out
+    assert code == 2 and out == ""
+    first = err.splitlines()[-1]
+    assert first.startswith(f"avo: run {run_id} has no recorded composition")
+    assert "pass --config FILE" in first
+    config = tmp_path / "same.toml"
+    config.write_text(
+        '[provider]\nname = "fake"\n[[provider.settings.script]]\ncontent = "resumed answer"\n',
+        encoding="utf-8",
+    )
+    code, out, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db), "--config", str(config))
+    assert code == 0, err
+    assert out == "resumed answer\n"
+    assert "status:      completed" in err
     code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
     assert code == 2 and "already finished" in err
 
 
-def test_resume_refuses_a_pending_tool_call(
+def test_resume_refuses_a_tool_call_cut_off_by_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "avo.db"
     run_id = _run(db, [_call(3), ModelResponse(content="x")], breaks_on=EventType.TOOL_COMPLETED)
-    code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
+    config = tmp_path / "same.toml"
+    config.write_text('[provider]\nname = "fake"\n', encoding="utf-8")
+    code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db), "-c", str(config))
     assert code == 2
-    assert err.startswith("avo: CLI resume cannot reconstruct application tool callables")
-    assert "'echo'" in err
-
-
-def test_resume_refuses_another_provider(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    class Custom:
-        name = "custom"
-
-        async def generate(self, request: Any) -> ModelResponse:
-            return ModelResponse(content="hi")
-
-    db = tmp_path / "avo.db"
-    run_id = _run(db, [], provider=Custom(), breaks_on=EventType.MODEL_RESPONDED)
-    code, _, err = _avo(capsys, "runs", "resume", run_id, "-d", str(db))
-    assert code == 2
-    assert err.startswith("avo: CLI resume can reconstruct only the built-in FakeProvider")
-    assert "'custom'" in err
+    line = err.splitlines()[-1]
+    assert line.startswith("avo: Cannot safely resume because these tool calls started")
+    assert "resume with --fail-open-tools" in line
 
 
 def test_diff_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

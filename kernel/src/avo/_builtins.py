@@ -79,7 +79,48 @@ plugin_command = provides(
 )
 
 runs_command = provides(
-    lazy_command("runs", "avo.cli.runs", help="list, inspect and resume stored runs")
+    lazy_command(
+        "runs", "avo.cli.runs", help="list, inspect, resume, cancel, diff and clean up stored runs"
+    )
 )
 
-__all__ = ["fake_provider", "memory_store", "plugin_command", "run_command", "runs_command"]
+replay_command = provides(
+    lazy_command(
+        "replay",
+        "avo.cli.replay",
+        help="re-drive stored runs through today's code (no provider or tool calls) and compare",
+    )
+)
+
+config_command = provides(
+    lazy_command(
+        "config", "avo.cli.config_cmd", help="show the resolved configuration and its sources"
+    )
+)
+
+setup_command = provides(
+    lazy_command(
+        "setup", "avo.cli.setup", help="set up a provider, model, API key and permission mode"
+    )
+)
+
+models_command = provides(
+    lazy_command("models", "avo.cli.models", help="models of the installed providers, with prices")
+)
+
+completion_command = provides(
+    lazy_command("completion", "avo.cli.completion", help="print a shell completion script")
+)
+
+__all__ = [
+    "completion_command",
+    "config_command",
+    "fake_provider",
+    "memory_store",
+    "models_command",
+    "plugin_command",
+    "replay_command",
+    "run_command",
+    "runs_command",
+    "setup_command",
+]

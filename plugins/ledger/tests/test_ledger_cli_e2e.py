@@ -48,17 +48,12 @@ async def test_avo_run_with_ledger_then_avo_cost(tmp_path):
         "AVO_USAGE_RATES_INPUT_PER_1K": "0.25",
         "AVO_USAGE_RATES_OUTPUT_PER_1K": "1.25",
     }
-    first = avo("run", "-q", "find it", env=env, cwd=tmp_path)
+    first = avo("run", "--json", "find it", env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
-    second = avo("run", "-q", "find it again", env=env, cwd=tmp_path)
+    second = avo("run", "--json", "find it again", env=env, cwd=tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
-    run_ids = [
-        line.split()[-1]
-        for proc in (first, second)
-        for line in proc.stdout.splitlines()
-        if line.startswith("run id:")
-    ]
-    assert len(run_ids) == 2
+    run_ids = [json.loads(proc.stdout)["run_id"] for proc in (first, second)]
+    assert len(set(run_ids)) == 2
 
     expected: dict[str, tuple[TokenUsage, Decimal]] = {}
     async with SQLiteEventStore(db) as store:

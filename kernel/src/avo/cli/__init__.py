@@ -29,11 +29,18 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None, *, environ: Mapping[str, str] | None = None) -> int:
-    """Run ``avo``; returns the exit code (2 for any avo error, printed as ``avo: …``)."""
+    """Run ``avo``; returns the exit code (2 for bad input, printed as one line ``avo: …``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["--version"], ["-V"]):
         print(f"avo {_version()}")
         return 0
+    import os
+
+    env = os.environ if environ is None else environ
+    if env.get("_AVO_COMPLETE"):
+        from avo.cli.completion import complete
+
+        return complete(env, args)
     from avo.cli._app import run_cli
 
     return run_cli(args, environ=environ)

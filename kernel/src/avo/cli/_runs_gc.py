@@ -98,16 +98,34 @@ async def collect(store: Any, args: argparse.Namespace, *, now: datetime | None 
         now=now or utc_now(),
     )
     verb = "would delete" if args.dry_run else "deleted"
-    removed = 0
+    as_json = getattr(args, "json", False)
+    removed: list[RunRecord] = []
     for run in chosen:
         if not args.dry_run and not await delete(run.run_id):
             continue  # removed meanwhile by someone else
-        removed += 1
+        removed.append(run)
         finished = run.updated_at.strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{verb} {run.run_id}  {run.state.value}  finished {finished}  {run.steps} steps")
+        if not as_json:
+            print(f"{verb} {run.run_id}  {run.state.value}  finished {finished}  {run.steps} steps")
     active = sum(1 for run in runs if run.state not in TERMINAL_STATES)
+    if as_json:
+        import json
+
+        print(
+            json.dumps(
+                {
+                    "dry_run": bool(args.dry_run),
+                    "deleted": [run.run_id for run in removed],
+                    "kept_finished": kept,
+                    "unfinished_untouched": active,
+                },
+                indent=2,
+            )
+        )
+        return 0
     print(
-        f"{verb} {removed} run{'s' if removed != 1 else ''}; kept {kept} matching finished, "
+        f"{verb} {len(removed)} run{'s' if len(removed) != 1 else ''}; kept {kept} matching "
+        "finished, "
         f"{active} unfinished untouched"
     )
     return 0

@@ -1,71 +1,69 @@
-"""``avo runs resume``: the §14 restrictions, then AgentRuntime.resume with a FakeProvider."""
+"""``avo runs resume RUN_ID``: continue a run with the runtime recorded in its first event.
+
+Any provider and any tool plugin: :func:`avo.ops.resume` composes the run's
+recorded configuration again (secrets from the environment). A run a live
+process is driving is refused, naming the holder. Output is ``avo run``'s:
+the answer on stdout, the summary on stderr, Ctrl-C interrupts again.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
 
-from avo.exceptions import (
-    AvoError,
-    CheckpointNotFoundError,
-    RunAlreadyTerminalError,
-    RunNotFoundError,
-)
-from avo.models import RunResult
-from avo.state import is_terminal
-
-NOT_FAKE = (
-    "CLI resume can reconstruct only the built-in FakeProvider; run {run_id} was checkpointed "
-    "with provider {provider!r}. Resume it from Python: "
-    "AgentRuntime(provider=..., tools=[...], event_store=...).resume({run_id!r})"
-)
-PENDING_TOOL_CALL = (
-    "CLI resume cannot reconstruct application tool callables; run {run_id} is waiting on the "
-    "model's tool call {name!r} ({call_id}). Resume it from Python: "
-    "AgentRuntime(provider=..., tools=[...], event_store=...).resume({run_id!r})"
-)
+from avo.cli._context import resolve_run_id
 
 
-async def resume_with_fake_provider(store: Any, run_id: str) -> RunResult:
-    """Resume ``run_id`` from its checkpoint with the FakeProvider it was checkpointed with.
+async def resume_run(store: Any, args: argparse.Namespace) -> int:
+    """Resume ``args.run_id`` in ``store`` and report it like ``avo run``."""
+    from avo.cli._output import note
+    from avo.cli._progress import ProgressPrinter
+    from avo.cli._run_report import report
+    from avo.cli._signals import interrupts
+    from avo.ops.leases import owner_name
+    from avo.ops.resume import resume
 
-    Refuses (AvoError) a finished run, a run without a checkpoint, a run of any
-    other provider, and a run whose checkpoint holds a pending tool call (the
-    CLI cannot rebuild application tools).
-    """
-    from avo.providers.fake import FakeProvider
-    from avo.runtime import AgentRuntime
+    run_id = await resolve_run_id(store, args.run_id)
+    quiet = args.quiet or args.json
+    streamed: list[str] = []
 
-    run = await store.get_run(run_id)
-    if run is None:
-        raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
-    if is_terminal(run.state) or await store.is_terminal_run(run_id):
-        raise RunAlreadyTerminalError(
-            f"run {run_id} already finished ({run.state.value}); there is nothing to resume",
-            run_id=run_id,
+    def on_text(text: str) -> None:
+        streamed.append(text)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    verbosity = int(getattr(args, "avo_verbose", 0) or 0)
+    progress = ProgressPrinter(verbosity=verbosity, tools=(not quiet and sys.stderr.isatty()))
+    holder: dict[str, Any] = {}
+
+    def composed(composition: Any) -> None:
+        composition.manager.register(progress, name="avo-cli-progress")
+        holder["runtime"] = composition.runtime
+
+    def interrupt(detail: str) -> bool:
+        runtime = holder.get("runtime")
+        return bool(runtime is not None and runtime.interrupt(detail))
+
+    if not quiet:
+        note(f"avo: resuming run {run_id} (store {args.avo_store_location})", args=args)
+    with interrupts(interrupt, run_id=run_id, quiet=args.quiet):
+        result = await resume(
+            store,
+            run_id,
+            environ=args.avo_environ,
+            config=args.config,
+            workspace=args.workspace,
+            stream_callback=None if args.json else on_text,
+            fail_open_tool_calls=args.fail_open_tools,
+            owner=owner_name("avo-resume"),
+            on_composed=composed,
         )
-    checkpoint = await store.get_latest_checkpoint(run_id)
-    if checkpoint is None:
-        raise CheckpointNotFoundError(
-            f"run {run_id} has no checkpoint; CLI resume needs one to start from", run_id=run_id
-        )
-    snapshot = checkpoint.provider_metadata
-    provider_type = snapshot.get("provider_type")
-    if provider_type != "fake":
-        raise AvoError(NOT_FAKE.format(run_id=run_id, provider=provider_type))
-    pending = checkpoint.pending_response
-    if pending is not None and pending.tool_call is not None:
-        call = pending.tool_call
-        raise AvoError(
-            PENDING_TOOL_CALL.format(run_id=run_id, name=call.name, call_id=call.tool_call_id)
-        )
-    try:
-        provider = FakeProvider.from_snapshot(snapshot)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise AvoError(
-            f"run {run_id}: the checkpointed FakeProvider snapshot is unusable: {exc}"
-        ) from exc
-    runtime = AgentRuntime(provider=provider, event_store=store)
-    return await runtime.resume(run_id)
+    if streamed and not streamed[-1].endswith("\n"):
+        print()
+    elif not streamed and result.output and not args.json:
+        print(result.output)
+    return await report(args, result, store, args.avo_store_location)
 
 
-__all__ = ["NOT_FAKE", "PENDING_TOOL_CALL", "resume_with_fake_provider"]
+__all__ = ["resume_run"]

@@ -265,7 +265,15 @@ def _remove(manager: PluginManager, name: str, *, yes: bool) -> int:
     )
     if not yes:
         what = f" (provides {', '.join(provided)})" if provided else ""
-        answer = input(f"Remove {package}{what}? [y/N]: ").strip().lower()
+        print(f"Remove {package}{what}? [y/N]: ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            print()
+            raise AvoError(
+                "plugin remove needs a confirmation and standard input has none; "
+                f"pass --yes to remove {package} without asking"
+            )
+        answer = line.strip().lower()
         if answer not in ("y", "yes"):
             print("aborted; nothing removed")
             return 1

@@ -1,29 +1,36 @@
-"""``avo run TASK``: compose a runtime from avo.toml + flags, stream the answer, summarise."""
+"""``avo run TASK``: compose a runtime from the resolved config, drive one run, report it.
+
+stdout carries the answer alone (streamed), so ``avo run … | next`` works;
+the run id (at the start), progress and the summary go to stderr. ``--json``
+prints one JSON object instead. ``TASK`` ``-`` reads the task from stdin.
+Exit status: 0 completed, 1 stopped or failed, 130 interrupted (resumable),
+2 bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
+
+from avo.exceptions import AvoError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ``avo run``'s arguments."""
-    parser.add_argument("task", metavar="TASK", help="what the agent should do")
+    parser.add_argument(
+        "task", metavar="TASK", help="what the agent should do; '-' reads it from stdin"
+    )
     parser.add_argument(
         "--config",
         "-c",
-        type=Path,
         default=None,
         metavar="FILE",
         help="avo.toml or pyproject.toml with [tool.avo] (default: ./avo.toml if present)",
     )
-    parser.add_argument(
-        "--provider", metavar="NAME", help="provider plugin name (overrides [provider] name)"
-    )
+    parser.add_argument("--provider", metavar="NAME", help="provider plugin ([provider] name)")
+    parser.add_argument("--model", metavar="MODEL", help="model ([provider.settings] model)")
     parser.add_argument(
         "--store", metavar="NAME", help="store plugin name (default: chosen by the location)"
     )
@@ -37,69 +44,110 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-d",
         "--database",
-        type=Path,
         default=None,
-        metavar="PATH",
-        help="event store location (default: [store] location, AVO_DATABASE_PATH, avo.db)",
+        metavar="LOCATION",
+        help="event store: a file or a store URL ([store] location, AVO_DATABASE_PATH, avo.db)",
+    )
+    parser.add_argument(
+        "--permission-mode", default=None, metavar="MODE", help="permission mode plugin"
     )
     parser.add_argument(
         "--system-prompt", default=None, metavar="TEXT", help="system prompt sent before the task"
     )
-    parser.add_argument("--quiet", "-q", action="store_true", help="do not stream the answer")
+    parser.add_argument(
+        "--workspace",
+        default=None,
+        metavar="DIR",
+        help="directory workspace tools work in (default: the current directory)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print the answer only (no run id, summary)"
+    )
 
 
-async def _run(args: argparse.Namespace, environ: Mapping[str, str] | None) -> int:
+def read_task(text: str, stdin: Any = None) -> str:
+    """The task: ``text``, or stdin for ``-``; refuses an empty one."""
+    source = "the task"
+    if text == "-":
+        stream = stdin if stdin is not None else sys.stdin
+        text = stream.read()
+        source = "the task read from standard input"
+    if not text.strip():
+        raise AvoError(
+            f'{source} is empty; say what the agent should do, e.g. avo run "list the '
+            'TODOs in src/" (or pipe it in with avo run -)'
+        )
+    return text.strip()
+
+
+def _resolve(args: argparse.Namespace) -> Any:
+    from avo.cli._context import resolved
+    from avo.cli.setup import offer_setup
+
+    flags = {
+        "provider": args.provider,
+        "model": args.model,
+        "store": args.store,
+        "tools": args.tools,
+        "permission_mode": args.permission_mode,
+        "system_prompt": args.system_prompt,
+    }
+    config = resolved(args, **flags)
+    if not config.configured and offer_setup(args):
+        config = resolved(args, **flags)
+    return config
+
+
+async def _drive(args: argparse.Namespace, task: str) -> int:
+    from avo.cli._output import note
+    from avo.cli._progress import ProgressPrinter
+    from avo.cli._run_report import report
+    from avo.cli._signals import interrupts
     from avo.compose import compose
+    from avo.models import new_id
+    from avo.ops.leases import holding_lease, owner_name
 
+    config = _resolve(args)
+    quiet = args.quiet or args.json
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
         streamed.append(text)
-        if not args.quiet:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
     composition = compose(
-        args.config,
-        environ=environ,
-        # compose builds its own manager so the config's [plugins] switches apply
-        provider=args.provider,
-        store=args.store,
-        database=args.database,
-        tools=args.tools,
-        stream_callback=on_text,
-        discover_config=args.config is None,
+        resolved=config,
+        stream_callback=None if args.json else on_text,
+        workspace=args.workspace,
     )
+    verbosity = int(getattr(args, "avo_verbose", 0) or 0)
+    progress = ProgressPrinter(verbosity=verbosity, tools=(not quiet and sys.stderr.isatty()))
+    composition.manager.register(progress, name="avo-cli-progress")
+    run_id = new_id()
+    runtime = composition.runtime
     async with composition:
-        prompt = args.system_prompt or composition.config.system_prompt
-        result = await composition.runtime.run(args.task, system_prompt=prompt)
-    if streamed and not args.quiet:
-        print()
-    elif result.output and not args.quiet:
-        print(result.output)
-    _summary(result, composition.store_location)
-    return 0 if result.status.value == "completed" else 1
-
-
-def _summary(result: Any, location: str) -> None:
-    usage = result.token_usage
-    tokens = f"{usage.total_tokens} (input {usage.input_tokens}, output {usage.output_tokens})"
-    if not result.token_accounting_available:
-        tokens += " (accounting unavailable)"
-    stop = result.stop_reason.value if result.stop_reason else "-"
-    print(f"run id:      {result.run_id}")
-    print(f"status:      {result.status.value}")
-    print(f"stop reason: {stop}")
-    print(f"steps:       {result.steps}")
-    print(f"tokens:      {tokens}")
-    print(f"store:       {location}")
-    if result.error:
-        print(f"error:       {result.error}")
+        if not quiet:
+            note(f"avo: run {run_id} started (store {composition.store_location})", args=args)
+        store = composition.event_store
+        async with holding_lease(store, run_id, owner=owner_name("avo-run")) as writer:
+            runtime.event_store = writer
+            with interrupts(runtime.interrupt, run_id=run_id, quiet=args.quiet):
+                result = await runtime.run(
+                    task, system_prompt=config.config.system_prompt, run_id=run_id
+                )
+        if streamed and not streamed[-1].endswith("\n"):
+            print()
+        elif not streamed and result.output and not args.json:
+            print(result.output)
+        return await report(args, result, store, composition.store_location, progress.failures)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the task; exit 0 when the run completed, 1 when it stopped or failed."""
-    return asyncio.run(_run(args, getattr(args, "avo_environ", None)))
+    """Run the task; 0 completed, 1 stopped or failed, 130 interrupted."""
+    task = read_task(args.task)
+    return asyncio.run(_drive(args, task))
 
 
-__all__ = ["configure", "run"]
+__all__ = ["configure", "read_task", "run"]

@@ -47,6 +47,11 @@ ESSENTIAL_PLUGINS: tuple[tuple[str, str], ...] = (("command", "plugin"),)
 remove`` still works after a broken package was installed (pytest's
 essential plugins)."""
 
+RESERVED_KINDS: frozenset[str] = frozenset({"command"})
+"""Kinds whose kernel-shipped names always win a name clash: a third-party
+``avo.commands: plugin`` cannot take ``avo plugin`` (or ``avo run``) away from
+the user; it is ignored and reported (:attr:`PluginManager.shadowed`)."""
+
 KINDS: tuple[str, ...] = tuple(HOOK_OF_KIND)
 _FALSE = {"0", "false", "no", "off"}
 
@@ -202,6 +207,7 @@ class PluginManager:
         self._registrations: dict[tuple[str, str], Registration] = {}
         self._problems: dict[tuple[str, str], PluginProblem] = {}
         self._hook_problems: list[PluginProblem] = []
+        self._shadowed: list[PluginProblem] = []
         self._loaded_values: dict[int, str] = {}
         # (kind, name) each distribution declares in its entry points (switches aside).
         self._declared: dict[str, set[tuple[str, str]]] = {}
@@ -248,6 +254,9 @@ class PluginManager:
     def _check_metadata(self, key: tuple[str, str], candidates: list[PluginEntry]) -> None:
         kind, name = key
         packages = sorted({c.package or "?" for c in candidates})
+        if len(packages) > 1 and kind in RESERVED_KINDS:
+            self._keep_kernel_entry(key, candidates)
+            packages = sorted({c.package or "?" for c in candidates})
         if len(packages) > 1:
             ordered = sorted(candidates, key=lambda c: c.package or "")
             both = " and ".join(f"{c.package} {c.version}" for c in ordered)
@@ -279,6 +288,28 @@ class PluginManager:
                 f"incompatible plugin API: it requires avo-kernel{spec}, but this kernel is "
                 f"{self.kernel_version} (plugin API {PLUGIN_API_VERSION})",
             )
+
+    def _keep_kernel_entry(self, key: tuple[str, str], candidates: list[PluginEntry]) -> None:
+        """In a clash over a reserved kind, keep the kernel's entry and report the others."""
+        kind, name = key
+        own = [c for c in candidates if canonical_name(c.package or "") == KERNEL_DISTRIBUTION]
+        if not own:
+            return
+        for other in candidates:
+            if other in own:
+                continue
+            self._shadowed.append(
+                PluginProblem(
+                    name,
+                    kind,
+                    other.package,
+                    other.version,
+                    f"name conflict: {kind} {name!r} is the kernel's own and always wins; "
+                    f"this one is ignored: rename it, or remove it with "
+                    f"`avo plugin remove {other.package}`",
+                )
+            )
+        candidates[:] = own
 
     # -------------------------------------------------------------- loading
 
@@ -534,7 +565,13 @@ class PluginManager:
     def problems(self) -> list[PluginProblem]:
         """Every plugin refused or isolated so far, in a stable order."""
         ordered = sorted(self._problems.values(), key=lambda p: (p.kind, p.name))
-        return ordered + list(self._hook_problems)
+        return ordered + list(self._shadowed) + list(self._hook_problems)
+
+    @property
+    def shadowed(self) -> list[PluginProblem]:
+        """Third-party plugins ignored because they clash with a kernel-reserved name."""
+        self.discover()
+        return list(self._shadowed)
 
     def status(self) -> list[dict[str, Any]]:
         """One row per plugin: name, kind, package, version, status, reason."""
@@ -563,7 +600,19 @@ class PluginManager:
                     "reason": reason,
                 },
             )
-        return [rows[key] for key in sorted(rows)]
+        listed = [rows[key] for key in sorted(rows)]
+        for problem in self._shadowed:
+            listed.append(
+                {
+                    "name": problem.name,
+                    "kind": problem.kind,
+                    "package": problem.package,
+                    "version": problem.version,
+                    "status": "conflict",
+                    "reason": problem.reason,
+                }
+            )
+        return listed
 
     # ------------------------------------------------------------- run support
 
@@ -638,4 +687,10 @@ class PluginManager:
         return differences
 
 
-__all__ = ["ESSENTIAL_PLUGINS", "PluginManager", "PluginProblem", "Registration"]
+__all__ = [
+    "ESSENTIAL_PLUGINS",
+    "RESERVED_KINDS",
+    "PluginManager",
+    "PluginProblem",
+    "Registration",
+]
