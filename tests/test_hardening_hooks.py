@@ -98,8 +98,8 @@ def _install_guards(tmp_path: Path, venv: Any, kit: Any) -> None:
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
 
-def _trace(venv: Any, db: str, stdout: str) -> str:
-    run_id = next(line.split()[-1] for line in stdout.splitlines() if line.startswith("run id:"))
+def _trace(venv: Any, db: str, summary: str) -> str:
+    run_id = next(line.split()[-1] for line in summary.splitlines() if line.startswith("run id:"))
     shown = venv.avo("runs", "inspect", run_id, "-d", db)
     assert shown.returncode == 0, shown.stderr
     return shown.stdout
@@ -113,13 +113,13 @@ def test_a_raising_guard_denies_the_call_and_every_fault_is_reported(
     done = plugin_venv.avo("run", "touch it", "-d", "runs.db")
     # Fails closed: the tool never ran, the run stopped on the denial.
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "stop reason: policy_denied" in done.stdout
-    assert "crashguard" in done.stdout and "RuntimeError: guard database is down" in done.stdout
+    assert "stop reason: policy_denied" in done.stderr
+    assert "crashguard" in done.stderr and "RuntimeError: guard database is down" in done.stderr
     # A warning on stderr names the hook and what it raised.
     assert "crashguard" in done.stderr and "guard database is down" in done.stderr
     # The observer's fault is visible too (warning and event), and the run went on.
     assert "avo_event_appended" in done.stderr and "observer lost its index" in done.stderr
-    trace = _trace(plugin_venv, "runs.db", done.stdout)
+    trace = _trace(plugin_venv, "runs.db", done.stderr)
     assert "hook_failed" in trace and "crashguard" in trace and "denied" in trace
     assert "avo_event_appended" in trace
     assert "tool_started" not in trace and "tool_denied" in trace
@@ -132,8 +132,8 @@ def test_a_raising_after_hook_is_reported_and_the_run_goes_on(
     (plugin_venv.cwd / "avo.toml").write_text(CONFIG.format(hooks='"audit"'))
     done = plugin_venv.avo("run", "touch it", "-d", "runs.db")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "stop reason: completed" in done.stdout
+    assert "stop reason: completed" in done.stderr
     assert "audit" in done.stderr and "ValueError: audit sink is full" in done.stderr
-    trace = _trace(plugin_venv, "runs.db", done.stdout)
+    trace = _trace(plugin_venv, "runs.db", done.stderr)
     assert "hook_failed" in trace and "audit sink is full" in trace
     assert "tool_completed" in trace

@@ -82,7 +82,7 @@ def test_a_key_cut_by_shortening_never_reaches_the_cli_or_the_store(
         env = _env(tmp_path, server)
         done = _avo(tmp_path, env, "run", "say hi", "--provider", "openai", "-d", "runs.db")
     assert done.returncode == 1, done.stderr
-    assert "HTTP 401" in done.stdout
+    assert "HTTP 401" in done.stderr  # the summary (with the error) is on stderr
     for label, text in (("stdout", done.stdout), ("stderr", done.stderr)):
         assert FRAGMENT not in text, f"{label} leaks part of the key:\n{text}"
     stored = _stored_text(tmp_path / "runs.db")

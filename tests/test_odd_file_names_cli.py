@@ -53,10 +53,10 @@ def test_a_tool_output_with_an_undecodable_file_name_is_stored(tmp_path: Path) -
     (tmp_path / "avo.toml").write_text(CONFIG)
     result = _avo("run", "list the reports", "-d", "runs.db", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "status:      completed" in result.stdout, result.stdout
+    assert "status:      completed" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     run_id = next(
-        line.split()[-1] for line in result.stdout.splitlines() if line.startswith("run id:")
+        line.split()[-1] for line in result.stderr.splitlines() if line.startswith("run id:")
     )
 
     async def stored_matches() -> list[str]:

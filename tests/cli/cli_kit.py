@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-
 STORES: list[Path] = []
 """SQLite files the CLI tests wrote runs into (replayed at the end of the suite)."""
 

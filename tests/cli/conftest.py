@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cli_kit import CLI, STORES  # noqa: E402
+from cli_kit import CLI, STORES
 
 
 @pytest.fixture

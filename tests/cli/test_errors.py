@@ -128,9 +128,7 @@ plugin = provides(CommandSpec(name="plugin", configure=lambda p: None, run=run, 
 """
 
 
-def test_a_third_party_plugin_command_cannot_take_avo_plugin_away(
-    cli: CLI, tmp_path: Path
-) -> None:
+def test_a_third_party_plugin_command_cannot_take_avo_plugin_away(cli: CLI, tmp_path: Path) -> None:
     """A package that also names its command ``plugin`` is ignored and reported."""
     site = tmp_path / "site"
     write_distribution(

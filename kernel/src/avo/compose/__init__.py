@@ -203,9 +203,7 @@ def _approval(
         permission = PermissionRef()
     file = resolved.source("permission")
     spec = get_spec(manager, "permission", permission.mode, file=file, key="permission.mode")
-    settings = validated_settings(
-        spec, permission.plugin_settings(), file=file, key="permission"
-    )
+    settings = validated_settings(spec, permission.plugin_settings(), file=file, key="permission")
     return call_factory(spec.factory, settings, environ=env, tools=metadata)
 
 

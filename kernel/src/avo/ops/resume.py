@@ -133,11 +133,11 @@ async def resume(
             f"run {run_id} already finished ({run.state.value}); there is nothing to resume",
             run_id=run_id,
         )
-    resolved, recorded_workspace = await recorded_config(
-        store, run_id, environ=environ, config=config
-    )
-    directory = _workspace(recorded_workspace, workspace)
     async with holding_lease(store, run_id, owner=owner, doing="resume") as writer:
+        resolved, recorded_workspace = await recorded_config(
+            store, run_id, environ=environ, config=config
+        )
+        directory = _workspace(recorded_workspace, workspace)
         composition = compose(
             resolved=resolved,
             event_store=writer,
