@@ -180,6 +180,12 @@ async def test_list_changed_refreshes_an_attached_registry() -> None:
             await asyncio.sleep(0.05)
         assert "added_later" in runtime.tools
         assert runtime.tools.names().count("media") == 1
+    async with MCPClient(_server()) as client:
+        # a runtime built from client.tools() can be attached too: no duplicates
+        runtime = AgentRuntime(provider=FakeProvider([]), tools=client.tools())
+        before = runtime.tools.names()
+        client.attach(runtime.tools)
+        assert sorted(runtime.tools.names()) == sorted(before)
 
 
 async def test_a_signal_kill_is_reported_as_a_signal(assert_reaped) -> None:

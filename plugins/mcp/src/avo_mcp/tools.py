@@ -213,11 +213,18 @@ class ToolSync:
         self._registries: list[tuple[ToolRegistry, set[str]]] = []
 
     def attach(self, registry: ToolRegistry) -> ToolRegistry:
-        """Register the current MCP tools in ``registry`` and keep them current."""
+        """Register the current MCP tools in ``registry`` and keep them current.
+
+        A registry already holding these servers' tools (``AgentRuntime(tools=
+        client.tools())``) has them replaced, not duplicated.
+        """
         names = set()
         for tool in self._build():
+            name = tool.metadata.name
+            if name in registry and getattr(registry.get(name), "server", None) is tool.server:
+                registry.unregister(name)
             registry.register(tool)
-            names.add(tool.metadata.name)
+            names.add(name)
         self._registries.append((registry, names))
         return registry
 
