@@ -39,9 +39,21 @@ async def new_store() -> InMemoryEventStore:
     return store
 
 
-def test_event_type_lists_the_21_reference_members_plus_hook_failed() -> None:
-    assert len(EventType) == 22
-    assert EventType.HOOK_FAILED.value == "hook_failed"  # the one addition (hook faults)
+REFERENCE_EVENT_TYPES = [
+    *("run_created", "state_changed", "model_requested", "model_responded", "model_failed"),
+    *("route_failover", "saver_applied", "tool_requested", "tool_approval_requested"),
+    *("tool_approved", "tool_denied", "tool_started", "tool_completed", "tool_failed"),
+    *("policy_triggered", "checkpoint_created", "run_resumed", "run_completed", "run_failed"),
+    *("run_stopped", "run_cancelled"),
+]
+
+
+def test_event_type_lists_the_21_reference_members() -> None:
+    assert len(REFERENCE_EVENT_TYPES) == 21
+    assert [t.value for t in EventType][:21] == REFERENCE_EVENT_TYPES
+    # avo's documented additions come after the reference's members
+    additions = {"hook_failed", "request_shaped", "context_compacted", "run_steered"}
+    assert {t.value for t in EventType} - set(REFERENCE_EVENT_TYPES) == additions
     assert {t.value for t in TERMINAL_EVENT_TYPES} == {
         "run_completed",
         "run_failed",

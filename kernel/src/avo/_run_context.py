@@ -54,6 +54,10 @@ class _RunContext:
     messages_snapshot: list[dict[str, JsonValue]] | None = None
     # Hook / observer faults already reported for this run (avo._hook_faults).
     reported_faults: set[tuple[str, str, str]] = field(default_factory=set)
+    # The request seam (avo._seam.RunSeam) when the run has shapers, else None, and
+    # the session the run belongs to.
+    seam: Any = None
+    session_id: str | None = None
     # The run's id, read once (it never changes; a plain attribute is read ~20 times a step).
     run_id: str = field(init=False, default="")
 

@@ -27,13 +27,21 @@ _CRITICAL_THRESHOLD = 0.95
 _KNOWN_LIMITS: tuple[tuple[re.Pattern[str], int], ...] = (
     (re.compile(r"gemini", re.IGNORECASE), 1_000_000),
     (re.compile(r"claude-3", re.IGNORECASE), 200_000),
-    (re.compile(r"gpt-4o|o1|o3", re.IGNORECASE), 128_000),
+    (re.compile(r"gpt-4o|(?<![a-z0-9])o[13](?![0-9])", re.IGNORECASE), 128_000),
     (re.compile(r"llama-?3\.\d", re.IGNORECASE), 128_000),
     (re.compile(r"llama-?3", re.IGNORECASE), 8_192),
     (re.compile(r"deepseek", re.IGNORECASE), 64_000),
     (re.compile(r"qwen2\.5", re.IGNORECASE), 32_768),
     (re.compile(r"mistral", re.IGNORECASE), 32_768),
 )
+
+
+def known_limit(model_name: str) -> int | None:
+    """The window the known-model table gives ``model_name``, or None when no pattern matches."""
+    for pattern, limit in _KNOWN_LIMITS:
+        if pattern.search(model_name or ""):
+            return limit
+    return None
 
 
 def get_model_context_limit(model_name: str, environ: Mapping[str, str] | None = None) -> int:
@@ -48,10 +56,8 @@ def get_model_context_limit(model_name: str, environ: Mapping[str, str] | None =
                 f"{CONTEXT_LIMIT_ENV}={raw!r} is not an integer token count", key=CONTEXT_LIMIT_ENV
             ) from None
         return max(_MIN_LIMIT, value)
-    for pattern, limit in _KNOWN_LIMITS:
-        if pattern.search(model_name or ""):
-            return limit
-    return _DEFAULT_FALLBACK_LIMIT
+    limit = known_limit(model_name)
+    return _DEFAULT_FALLBACK_LIMIT if limit is None else limit
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -152,4 +158,5 @@ __all__ = [
     "estimate_text_tokens",
     "evaluate_session_context",
     "get_model_context_limit",
+    "known_limit",
 ]

@@ -29,7 +29,7 @@ from avo.state import (
 
 
 class EventType(StrEnum):
-    """Every kind of event a run's log can hold (the 21 listed in §6, plus HOOK_FAILED)."""
+    """Every kind of event a run's log can hold (the 21 listed in §6, then avo's additions)."""
 
     RUN_CREATED = "run_created"
     STATE_CHANGED = "state_changed"
@@ -55,6 +55,13 @@ class EventType(StrEnum):
     # Not in §6: a hook or run observer raised (payload: hook, source, event, error_type,
     # error, outcome); see avo.hooks and docs/hooks.md.
     HOOK_FAILED = "hook_failed"
+    # More additions beyond the reference's 21 (see docs/reference-map.md):
+    REQUEST_SHAPED = "request_shaped"
+    """The request seam changed what the model sees (recorded when the shaping changes)."""
+    CONTEXT_COMPACTED = "context_compacted"
+    """A context policy elided old tool output or summarised old turns (the view only)."""
+    RUN_STEERED = "run_steered"
+    """A message posted while the run worked joined the transcript before a model call."""
 
 
 TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(

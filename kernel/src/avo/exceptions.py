@@ -22,7 +22,12 @@
     │   └── FakeProviderExhaustedError   (retryable=False)
     ├── ConfigError                 (also a ValueError)
     ├── PluginError
-    │   └── PluginConflictError     (two packages claim one name)
+    │   ├── PluginConflictError     (two packages claim one name)
+    │   └── BundleError             (a bundle's per-run setup failed)
+    ├── ShapingError                (a request shaper failed: the request is not sent)
+    ├── ContextWindowError          (a request cannot be made to fit the model's window)
+    ├── SessionError                (an unknown, busy or unusable session)
+    ├── SteeringError               (a message for a run that is not working here)
     └── OptionalDependencyError     (a name whose implementation lives in a plugin)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
@@ -204,14 +209,53 @@ class PluginConflictError(PluginError):
     """Two distributions registered the same name in one plugin kind."""
 
 
+class BundleError(PluginError):
+    """A plugin bundle could not set up its tools, shapers or hooks for a run."""
+
+
+class ShapingError(AvoError):
+    """A request shaper raised or returned something unusable; the request was not sent."""
+
+    def __init__(self, message: str, *, shaper: str | None = None) -> None:
+        super().__init__(message)
+        self.shaper = shaper
+
+
+class ContextWindowError(AvoError):
+    """A request does not fit the model's context window and cannot be made to."""
+
+    def __init__(self, message: str, *, tokens: int = 0, window: int = 0) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+        self.window = window
+
+
+class SessionError(AvoError):
+    """A session that does not exist, is busy, or that the store cannot keep."""
+
+    def __init__(self, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SteeringError(AvoError):
+    """A steering message for a run that is not working in this process."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class OptionalDependencyError(AvoError, ImportError):
     """A public name whose implementation ships in a plugin that is not installed."""
 
 
 __all__ = [
     "AvoError",
+    "BundleError",
     "CheckpointNotFoundError",
     "ConfigError",
+    "ContextWindowError",
     "DuplicateToolError",
     "EventInvariantError",
     "FakeProviderExhaustedError",
@@ -227,8 +271,11 @@ __all__ = [
     "RunBusyError",
     "RunNotFoundError",
     "SandboxError",
+    "SessionError",
+    "ShapingError",
     "SkillError",
     "StaleWriteError",
+    "SteeringError",
     "StorageError",
     "ToolAlreadyCompletedError",
     "ToolExecutionError",

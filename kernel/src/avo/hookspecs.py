@@ -4,8 +4,9 @@ A plugin is any module or object with functions decorated by
 :data:`hookimpl` whose names match the specs below. Plugins reach the kernel
 through entry points (groups ``avo.providers``, ``avo.tools``, ``avo.stores``,
 ``avo.notifiers``, ``avo.hooks``, ``avo.permissions``, ``avo.sandboxes``,
-``avo.commands``); the entry point's name is the name the plugin registers and
-its value is the plugin object (usually built with :func:`avo.plugins.provides`).
+``avo.commands``, ``avo.shapers``, ``avo.bundles``); the entry point's name is
+the name the plugin registers and its value is the plugin object (usually
+built with :func:`avo.plugins.provides`).
 
 Hooks only grow: new arguments may be added and an implementation may accept
 any subset of a spec's arguments.
@@ -20,17 +21,20 @@ import pluggy
 
 if TYPE_CHECKING:
     from avo.events import AgentEvent
-    from avo.models import RunResult
+    from avo.models import ModelRequest, RunResult
     from avo.plugins.specs import (
+        BundleSpec,
         CommandSpec,
         HookPluginSpec,
         NotifierSpec,
         PermissionSpec,
         ProviderSpec,
         SandboxSpec,
+        ShaperSpec,
         StoreSpec,
         ToolSpec,
     )
+    from avo.shaping import Shaping, ShapingContext
 
 PROJECT_NAME = "avo"
 
@@ -126,6 +130,29 @@ def avo_register_commands(register: Callable[[CommandSpec], None]) -> None:
     """
 
 
+@hookspec
+def avo_register_shapers(register: Callable[[ShaperSpec], None]) -> None:
+    """Register request shapers (compaction policies, instruction injection, tool gating).
+
+    :param register: call once per shaper with a :class:`~avo.plugins.ShaperSpec`;
+        its factory builds the object that implements :func:`avo_prepare_request`.
+
+    Dispatch: all implementations are called; fires when the manager loads the plugin.
+    """
+
+
+@hookspec
+def avo_register_bundles(register: Callable[[BundleSpec], None]) -> None:
+    """Register plugin bundles: tools, instructions, shapers and hooks set up per run.
+
+    :param register: call once per bundle with a :class:`~avo.plugins.BundleSpec`;
+        its factory builds an object with ``async setup(run) -> BundleParts`` and
+        ``async close()`` (see :mod:`avo.bundles`).
+
+    Dispatch: all implementations are called; fires when the manager loads the plugin.
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 
@@ -164,15 +191,49 @@ def avo_run_finished(run_id: str, result: RunResult) -> None:
     """
 
 
+# ---------------------------------------------------------------- model call
+
+
+@hookspec
+def avo_prepare_request(request: ModelRequest, context: ShapingContext) -> Shaping | None:
+    """Shape the request one model call sees, without touching the stored transcript.
+
+    Implemented by request shaper objects (built by a
+    :class:`~avo.plugins.ShaperSpec` factory or contributed by a bundle), not
+    by every loaded plugin: a shaper acts only in the runs it is enabled for.
+
+    :param request: the request as the shapers before this one left it
+        (read-only: its message list is shared with the run's checkpoint).
+    :param context: the run, the step, the full transcript, this shaper's own
+        checkpointed ``state``, the model's context window and a token gauge
+        (see :class:`avo.shaping.ShapingContext`).
+    :return: a :class:`~avo.shaping.Shaping` (messages to insert, hide or
+        rewrite; tools to hide or add; a note for the record) for this call
+        only, or None to leave the request as it is. Returning the same object
+        as on the previous step says "no change" for free. May be a coroutine.
+
+    Dispatch: called before every model call (after queued steering messages
+    joined the transcript) on each shaper enabled for the run, one after the
+    other in order (``ShaperSpec.order``, then the configured order); each sees
+    the previous one's result. Whenever a shaper's result changes, a
+    ``request_shaped`` event records it. An implementation that raises fails
+    the run closed (FAILED, internal_error, naming the shaper): an unshaped
+    request is never sent.
+    """
+
+
 __all__ = [
     "PROJECT_NAME",
     "avo_event_appended",
+    "avo_prepare_request",
+    "avo_register_bundles",
     "avo_register_commands",
     "avo_register_hooks",
     "avo_register_notifiers",
     "avo_register_permissions",
     "avo_register_providers",
     "avo_register_sandboxes",
+    "avo_register_shapers",
     "avo_register_stores",
     "avo_register_tools",
     "avo_run_finished",

@@ -310,6 +310,9 @@ class Checkpoint(AvoModel):
     provider_metadata: dict[str, JsonValue]
     pending_response: ModelResponse | None
     last_event_sequence: int = 0
+    shaper_state: dict[str, JsonValue] = Field(default_factory=dict)
+    """Each request shaper's own state by shaper name (a context policy's compaction
+    state, say), so a resumed run shapes its requests exactly as before."""
 
 
 class RunResult(AvoModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,11 @@ from pydantic import JsonValue
 
 from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
+from avo._run_setup import RunScope, session_of
+from avo._steering import SteeringQueue
+from avo.bundles import check_bundle
 from avo.circuit_breaker import CircuitBreaker
+from avo.context_window import ContextWindow, resolve_context_window
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
     CheckpointNotFoundError,
@@ -52,6 +57,7 @@ from avo.runtime_persistence import (
     transition,
 )
 from avo.runtime_tools import always_approve
+from avo.shaping import bind_shaper, ordered
 from avo.state import RunState, StopReason, is_terminal
 from avo.storage.base import EventStore
 from avo.storage.memory import InMemoryEventStore
@@ -91,6 +97,10 @@ class AgentRuntime:
         prompt_cache: bool = False,
         environ: Mapping[str, str] | None = None,
         composition: Mapping[str, Any] | None = None,
+        shapers: Iterable[Any] = (),
+        bundles: Iterable[Any] = (),
+        context_window: int | ContextWindow | None = None,
+        workspace: str | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -122,6 +132,27 @@ class AgentRuntime:
         self.composition = dict(composition) if composition is not None else None
         self._driving: asyncio.Task[Any] | None = None
         self._interrupted: str | None = None
+        self._environ: Mapping[str, str] = environ if environ is not None else os.environ
+        # The request seam (avo.shaping): shapers for every run, bundles set up per run
+        # (avo.bundles), the model's context window, where bundles find workspace files.
+        self._shapers = ordered(bind_shaper(shaper) for shaper in shapers)
+        self._bundles = [check_bundle(bundle) for bundle in bundles]
+        self._context_window = (
+            ContextWindow(context_window, "config", self._provider_model)
+            if isinstance(context_window, int)
+            else context_window
+        )
+        self.workspace = workspace
+        self._steering = SteeringQueue()
+
+    @property
+    def context_window(self) -> ContextWindow:
+        """The model's context window: as given, else resolved (see avo.context_window)."""
+        if self._context_window is None:
+            self._context_window = resolve_context_window(
+                model=self._provider_model, provider=self.provider, environ=self._environ
+            )
+        return self._context_window
 
     @property
     def approval_callback(self) -> ApprovalCallback:
@@ -137,12 +168,19 @@ class AgentRuntime:
         system_prompt: str | None = None,
         user_state: dict[str, JsonValue] | None = None,
         run_id: str | None = None,
+        session_id: str | None = None,
     ) -> RunResult:
-        """Start a run for ``task`` and drive it to a terminal state."""
-        async with self._lock:
+        """Start a run for ``task`` and drive it to a terminal state.
+
+        With ``session_id`` the run continues that session (see :mod:`avo.sessions`):
+        it starts from the transcript the session's previous run ended with.
+        """
+        async with self._lock, RunScope(self) as scope:
+            run_id = run_id or new_id()
+            setup = await scope.prepare(run_id, task, session_id, resumed=False)
             now = self.clock()
             run = RunRecord(
-                run_id=run_id or new_id(),
+                run_id=run_id,
                 task=self.redactor.text(task),
                 user_state=dict(user_state or {}),
                 created_at=now,
@@ -151,6 +189,7 @@ class AgentRuntime:
             messages: list[dict[str, JsonValue]] = []
             if system_prompt:
                 messages.append({"role": "system", "content": system_prompt})
+            messages.extend(setup.carried)
             messages.append({"role": "user", "content": task})
             payload: dict[str, JsonValue] = {
                 "task": self.redactor.text(task),
@@ -163,6 +202,7 @@ class AgentRuntime:
                 payload["plugins"] = plugin_set
             if self.composition is not None:
                 payload["composition"] = self.redactor.value(self.composition)
+            payload.update(setup.payload())
             event = AgentEvent(
                 run_id=run.run_id, event_type=EventType.RUN_CREATED, created_at=now, payload=payload
             )
@@ -174,8 +214,10 @@ class AgentRuntime:
                 started_at=now,
                 batch=getattr(self.event_store, "append_batch", None),
             )
+            scope.attach(ctx)
             validate_event_append(ctx.log, event)
             ctx.run = await self.event_store.create_run(run, event)
+            await scope.created(ctx)
             stored = replaced(event, sequence=1)
             ctx.log.apply(stored)
             self._start_breaker()
@@ -192,7 +234,7 @@ class AgentRuntime:
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe."""
-        async with self._lock:
+        async with self._lock, RunScope(self) as scope:
             run = await self.event_store.get_run(run_id)
             if run is None:
                 raise RunNotFoundError(
@@ -222,7 +264,9 @@ class AgentRuntime:
                     tool_call_ids=tuple(open_calls),
                 )
             restore_provider(self, run_id, cp.provider_metadata)
+            setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
             ctx = self._context_from_checkpoint(run, log, cp)
+            scope.attach(ctx, cp.shaper_state)
             target = self._recover_result_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:
@@ -237,6 +281,7 @@ class AgentRuntime:
                     "checkpoint_id": cp.checkpoint_id,
                     "checkpoint_sequence": cp.last_event_sequence,
                     "state": target.value,
+                    **setup.payload(),
                 },
             )
             if target is not cp.state:

@@ -95,6 +95,8 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         except BreakerOpen as exc:
             await handle_provider_error(rt, ctx, ProviderError(str(exc), retryable=False))
             return
+    if rt._steering.queued:  # messages posted while the run worked join the transcript
+        rt._steering.deliver(rt, ctx)
     request = trusted(
         ModelRequest,
         {
@@ -107,6 +109,11 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             "cache_prefix_messages": stable_prefix_size(ctx.messages) if rt.prompt_cache else None,
         },
     )
+    seam = ctx.seam
+    if seam is not None:  # the request seam (avo.shaping); None: a shaper failed closed
+        request = await seam.shape(rt, ctx, request)
+        if request is None:
+            return
     _bind_event_sink(rt, ctx)
     await flush(rt, ctx)
     started = time.perf_counter()

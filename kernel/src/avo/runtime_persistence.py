@@ -228,6 +228,9 @@ def restore_provider(rt: AgentRuntime, run_id: str, state: dict[str, JsonValue])
         ) from exc
 
 
+_NO_STATE: dict[str, JsonValue] = {}
+
+
 def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
     """A full checkpoint of ``ctx`` (built from validated values, not re-validated)."""
     detector = ctx.detector
@@ -253,6 +256,7 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
             "provider_metadata": provider_snapshot(rt),
             "pending_response": ctx.pending_response,
             "last_event_sequence": ctx.log.last_sequence + 1,
+            "shaper_state": _NO_STATE if ctx.seam is None else ctx.seam.state_json(),
         },
     )
 

@@ -10,7 +10,9 @@ calls it, so front ends never disagree about a run:
 - :func:`run_status` — live (who drives it) / interrupted / paused / finished;
 - interrupting a run being driven is :meth:`avo.runtime.AgentRuntime.interrupt`
   (the run becomes PAUSED and resumable, see :mod:`avo.ops.interrupt`);
-- :func:`holding_lease` — drive a run while holding its lease.
+- :func:`holding_lease` — drive a run while holding its lease;
+- :func:`steer` — post a message to a run while it works; it joins the
+  transcript before the run's next model call (a ``run_steered`` event).
 
 Names are imported lazily: ``import avo.ops`` stays cheap.
 """
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from avo.ops.replay import ReplayReport, replay
     from avo.ops.resume import resume
     from avo.ops.status import RunStatus, run_status
+    from avo.ops.steer import SteerMessage, steer
 
 _LAZY = {
     "cancel": "avo.ops.cancel",
@@ -38,6 +41,8 @@ _LAZY = {
     "resume": "avo.ops.resume",
     "RunStatus": "avo.ops.status",
     "run_status": "avo.ops.status",
+    "SteerMessage": "avo.ops.steer",
+    "steer": "avo.ops.steer",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
@@ -45,6 +50,7 @@ __getattr__ = lazy_exports(__name__, _LAZY, globals())
 __all__ = [
     "ReplayReport",
     "RunStatus",
+    "SteerMessage",
     "cancel",
     "current_holder",
     "holding_lease",
@@ -52,4 +58,5 @@ __all__ = [
     "replay",
     "resume",
     "run_status",
+    "steer",
 ]

@@ -13,6 +13,7 @@ from avo.plugins.specs import (
     HOOK_OF_KIND,
     KIND_OF_SPEC,
     PLUGIN_API_VERSION,
+    BundleSpec,
     CommandSpec,
     HookPluginSpec,
     NotifierSpec,
@@ -20,6 +21,7 @@ from avo.plugins.specs import (
     ProviderCapabilities,
     ProviderSpec,
     SandboxSpec,
+    ShaperSpec,
     Spec,
     StoreSpec,
     ToolSpec,
@@ -35,6 +37,8 @@ HOOK_GROUP = "avo.hooks"
 PERMISSION_GROUP = "avo.permissions"
 SANDBOX_GROUP = "avo.sandboxes"
 COMMAND_GROUP = "avo.commands"
+SHAPER_GROUP = "avo.shapers"
+BUNDLE_GROUP = "avo.bundles"
 
 GROUP_OF_KIND: dict[str, str] = {
     "provider": PROVIDER_GROUP,
@@ -45,6 +49,8 @@ GROUP_OF_KIND: dict[str, str] = {
     "permission": PERMISSION_GROUP,
     "sandbox": SANDBOX_GROUP,
     "command": COMMAND_GROUP,
+    "shaper": SHAPER_GROUP,
+    "bundle": BUNDLE_GROUP,
 }
 ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
 
@@ -67,6 +73,7 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "ALL_GROUPS",
+    "BUNDLE_GROUP",
     "COMMAND_GROUP",
     "GROUP_OF_KIND",
     "HOOK_GROUP",
@@ -77,8 +84,10 @@ __all__ = [
     "PLUGIN_API_VERSION",
     "PROVIDER_GROUP",
     "SANDBOX_GROUP",
+    "SHAPER_GROUP",
     "STORE_GROUP",
     "TOOL_GROUP",
+    "BundleSpec",
     "CommandSpec",
     "HookPluginSpec",
     "NotifierSpec",
@@ -89,6 +98,7 @@ __all__ = [
     "ProviderCapabilities",
     "ProviderSpec",
     "SandboxSpec",
+    "ShaperSpec",
     "Spec",
     "StoreSpec",
     "ToolSpec",

@@ -34,6 +34,8 @@ _GROUPS = {
     "avo.permissions": "permission",
     "avo.sandboxes": "sandbox",
     "avo.commands": "command",
+    "avo.shapers": "shaper",
+    "avo.bundles": "bundle",
 }
 
 

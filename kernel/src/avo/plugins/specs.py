@@ -67,6 +67,9 @@ class ProviderSpec:
     models: tuple[str, ...] = ()
     capabilities: ProviderCapabilities = field(default_factory=ProviderCapabilities)
     pricing: Mapping[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    context_windows: Mapping[str, int] = field(default_factory=dict)
+    """Context window (tokens) per model name; a model not listed falls back to
+    ``capabilities.context_window``, and then counts as unknown."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,38 @@ class CommandSpec:
     help: str = ""
 
 
+@dataclass(frozen=True)
+class ShaperSpec:
+    """A request shaper. ``factory(settings: dict, *, environ: Mapping[str, str]) -> shaper``.
+
+    The shaper object implements ``avo_prepare_request(request, context)`` (see
+    :mod:`avo.hookspecs` and :mod:`avo.shaping`): it changes what one model
+    call sees, never the stored transcript. ``order`` places it among a run's
+    shapers, lower first; shapers with equal order keep the configured order.
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    order: int = 500
+    settings_model: type[BaseModel] | None = None
+
+
+@dataclass(frozen=True)
+class BundleSpec:
+    """A plugin bundle. ``factory(settings: dict, *, environ: Mapping[str, str]) -> bundle``.
+
+    A bundle contributes tools, instructions, request shapers and hooks to each
+    run it is enabled for, with a per-run ``setup`` and ``close`` (see
+    :mod:`avo.bundles`).
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
 def lazy_command(
     name: str,
     module: str,
@@ -194,6 +229,8 @@ Spec = (
     | PermissionSpec
     | SandboxSpec
     | CommandSpec
+    | ShaperSpec
+    | BundleSpec
 )
 
 KIND_OF_SPEC: dict[type, str] = {
@@ -205,6 +242,8 @@ KIND_OF_SPEC: dict[type, str] = {
     PermissionSpec: "permission",
     SandboxSpec: "sandbox",
     CommandSpec: "command",
+    ShaperSpec: "shaper",
+    BundleSpec: "bundle",
 }
 
 HOOK_OF_KIND: dict[str, str] = {
@@ -216,6 +255,8 @@ HOOK_OF_KIND: dict[str, str] = {
     "permission": "avo_register_permissions",
     "sandbox": "avo_register_sandboxes",
     "command": "avo_register_commands",
+    "shaper": "avo_register_shapers",
+    "bundle": "avo_register_bundles",
 }
 
 
@@ -257,6 +298,7 @@ __all__ = [
     "HOOK_OF_KIND",
     "KIND_OF_SPEC",
     "PLUGIN_API_VERSION",
+    "BundleSpec",
     "CommandSpec",
     "HookPluginSpec",
     "NotifierSpec",
@@ -264,6 +306,7 @@ __all__ = [
     "ProviderCapabilities",
     "ProviderSpec",
     "SandboxSpec",
+    "ShaperSpec",
     "Spec",
     "StoreSpec",
     "ToolSpec",

@@ -12,6 +12,7 @@ from avo.exceptions import EventInvariantError, RunNotFoundError, StorageError
 from avo.models import Checkpoint, RunRecord, replaced, trusted
 from avo.state import is_terminal
 from avo.storage.batch import apply_batch
+from avo.storage.sessions import InMemorySessions
 
 _Row = tuple[str, int, EventType, datetime, dict[str, Any], str | None]
 
@@ -45,7 +46,7 @@ def _unpack(run_id: str, row: _Row) -> AgentEvent:
     )
 
 
-class InMemoryEventStore:
+class InMemoryEventStore(InMemorySessions):
     """Same contract as every durable store; nothing survives the process."""
 
     def __init__(self) -> None:

@@ -28,7 +28,10 @@ when absent (see ``docs/stores.md``):
   ``fenced(lease) -> EventStore`` (see :mod:`avo.storage.leases`);
 - batches: ``async append_batch(run, events, checkpoint=None) -> list[AgentEvent]``
   (see :class:`avo.storage.base.BatchEventStore`; tests in
-  :mod:`avo.testing.store_batches`).
+  :mod:`avo.testing.store_batches`);
+- sessions: the methods of :class:`avo.sessions.SessionStore` (tests in
+  :mod:`avo.testing.sessions`, which also checks that every store keeps a
+  checkpoint's ``shaper_state``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from avo.models import Checkpoint, new_id
 from avo.state import RunState, StopReason
 from avo.storage.base import EventStore
 from avo.testing.store_batches import BatchConformance
+from avo.testing.sessions import SessionConformance
 from avo.testing.store_hazards import HazardConformance
 from avo.testing.store_values import (
     T0,
@@ -85,7 +89,7 @@ def _require(store: Any, *names: str) -> None:
 # ---------------------------------------------------------------- the suite
 
 
-class EventStoreConformance(BatchConformance, HazardConformance):
+class EventStoreConformance(BatchConformance, HazardConformance, SessionConformance):
     """The behaviour every EventStore must show. Subclass and implement make_store."""
 
     shares_location: ClassVar[bool] = True
