@@ -72,9 +72,7 @@ class Kit:
         self.log.append(f"close {self.name}")
 
 
-async def test_bundle_parts_reach_the_run_and_are_closed_in_reverse(
-    call: Any, answer: Any
-) -> None:
+async def test_bundle_parts_reach_the_run_and_are_closed_in_reverse(call: Any, answer: Any) -> None:
     log = Recorder()
     provider = FakeProvider([call("a_ping"), call("b_ping"), answer()])
     store = InMemoryEventStore()

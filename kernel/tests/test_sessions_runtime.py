@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from avo import AgentRuntime, FakeProvider, ModelResponse, RunState
+from avo import AgentRuntime, FakeProvider, ModelResponse
 from avo.exceptions import SessionError
 from avo.models import ModelRequest
 from avo.sessions import session_store_of, title_of

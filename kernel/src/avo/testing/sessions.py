@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import JsonValue
 
 from avo.exceptions import SessionError
 from avo.models import new_id
@@ -30,7 +31,7 @@ TRANSCRIPT: list[dict[str, Any]] = [
         ],
     },
     {"role": "tool", "tool_call_id": "c1", "name": "note", "content": '{"ok":true}'},
-    {"role": "system", "content": "Summary of 3 earlier messages:\nnested {\"x\": [1, 2.5]}"},
+    {"role": "system", "content": 'Summary of 3 earlier messages:\nnested {"x": [1, 2.5]}'},
     {"role": "assistant", "content": "noted"},
 ]
 
@@ -110,7 +111,7 @@ class SessionConformance:
         fetched = await sessions.get_session(sid)
         assert fetched is not None
         assert fetched.transcript == TRANSCRIPT and fetched.transcript_run_id == run_id
-        replacement = [{"role": "user", "content": "shorter"}]
+        replacement: list[dict[str, JsonValue]] = [{"role": "user", "content": "shorter"}]
         await sessions.save_session_transcript(sid, run_id, replacement)
         fetched = await sessions.get_session(sid)
         assert fetched is not None and fetched.transcript == replacement

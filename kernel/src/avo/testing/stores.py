@@ -54,8 +54,8 @@ from avo.exceptions import (
 from avo.models import Checkpoint, new_id
 from avo.state import RunState, StopReason
 from avo.storage.base import EventStore
-from avo.testing.store_batches import BatchConformance
 from avo.testing.sessions import SessionConformance
+from avo.testing.store_batches import BatchConformance
 from avo.testing.store_hazards import HazardConformance
 from avo.testing.store_values import (
     T0,
