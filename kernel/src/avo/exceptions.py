@@ -28,7 +28,9 @@
     ├── ContextWindowError          (a request cannot be made to fit the model's window)
     ├── SessionError                (an unknown, busy or unusable session)
     ├── SteeringError               (a message for a run that is not working here)
-    └── OptionalDependencyError     (a name whose implementation lives in a plugin)
+    ├── OptionalDependencyError     (a name whose implementation lives in a plugin)
+    ├── HookError                   (a hook executor got no decision: crash, timeout, ...)
+    └── ApprovalError               (an answer to a paused run that cannot be recorded)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
 callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
@@ -250,7 +252,32 @@ class OptionalDependencyError(AvoError, ImportError):
     """A public name whose implementation ships in a plugin that is not installed."""
 
 
+class HookError(AvoError):
+    """A hook executor could not get a decision (it crashed, timed out, was
+    unreachable or replied with something that is not a decision).
+
+    Raised inside a hook, it is a fault: a PRE_TOOL_USE guard then fails closed.
+    """
+
+    def __init__(self, message: str, *, hook: str | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook
+
+
+class ApprovalError(AvoError):
+    """An answer to a paused run that cannot be recorded: no such request, already
+    answered, expired, or the run is not paused."""
+
+    def __init__(
+        self, message: str, *, run_id: str | None = None, tool_call_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.tool_call_id = tool_call_id
+
+
 __all__ = [
+    "ApprovalError",
     "AvoError",
     "BundleError",
     "CheckpointNotFoundError",
@@ -259,6 +286,7 @@ __all__ = [
     "DuplicateToolError",
     "EventInvariantError",
     "FakeProviderExhaustedError",
+    "HookError",
     "InvalidStateTransitionError",
     "LeaseError",
     "MCPError",

@@ -156,6 +156,7 @@ def _hooks(
     manager: PluginManager,
     env: Mapping[str, str],
     location: str,
+    tools: Any = None,
 ) -> tuple[Any, list[Any]]:
     from avo.hooks import HookEvent, HookRegistry
 
@@ -167,9 +168,19 @@ def _hooks(
         ref = _ref(item)
         spec = get_spec(manager, "hook", ref.name, file=file, key=f"hooks[{index}]")
         settings = validated_settings(spec, ref.settings, file=file, key=f"hooks[{index}].settings")
-        made = call_factory(spec.factory, settings, environ=env, store_location=location)
+        made = call_factory(
+            spec.factory,
+            settings,
+            environ=env,
+            store_location=location,
+            tools=list(tools.metadata) if tools is not None else [],
+        )
         for event, hook in made:
-            registry.register(HookEvent(event), hook, name=ref.name)
+            # a hook object may name itself (``hook_label``): two hooks of one plugin differ
+            own_name = getattr(hook, "hook_label", None)
+            registry.register(
+                HookEvent(event), hook, name=own_name if isinstance(own_name, str) else ref.name
+            )
     notifiers: list[tuple[str, Any]] = []
     file = resolved.source("notifiers")
     for index, item in enumerate(config.notifiers):
@@ -187,7 +198,11 @@ def _hooks(
 
 
 def _approval(
-    resolved: ResolvedConfig, manager: PluginManager, env: Mapping[str, str], tools: Any
+    resolved: ResolvedConfig,
+    manager: PluginManager,
+    env: Mapping[str, str],
+    tools: Any,
+    workspace: str | None = None,
 ) -> Any:
     """The approval callback of ``[permission]``; without the table, mode ``default``.
 
@@ -204,7 +219,7 @@ def _approval(
     file = resolved.source("permission")
     spec = get_spec(manager, "permission", permission.mode, file=file, key="permission.mode")
     settings = validated_settings(spec, permission.plugin_settings(), file=file, key="permission")
-    return call_factory(spec.factory, settings, environ=env, tools=metadata)
+    return call_factory(spec.factory, settings, environ=env, tools=metadata, workspace=workspace)
 
 
 def _read_only_callback(tools: list[Any]) -> Callable[[Any], bool]:
@@ -315,8 +330,8 @@ def compose(
     registry = ToolRegistry(_tools(resolved, manager, env, directory))
     policy = _policy(resolved)
     location = resolved.store_location
-    hook_registry, notifiers = _hooks(resolved, manager, env, location)
-    callback = approval_callback or _approval(resolved, manager, env, registry)
+    hook_registry, notifiers = _hooks(resolved, manager, env, location, registry)
+    callback = approval_callback or _approval(resolved, manager, env, registry, directory)
     budget, rate_limiter = _bounds(resolved.config, env, resolved.label)
     owns_store = event_store is None
     if event_store is None:  # last, so nothing above leaves it open on error

@@ -1,10 +1,10 @@
 """Entry points: one permission mode each. A factory returns an approval callback.
 
-``factory(settings, *, environ, tools)``. ``settings`` is the ``[permission]``
-table of avo.toml (its ``settings`` merged in): ``allow`` / ``ask`` / ``deny``
-rules (see :mod:`avo_permissions.rules`), ``workspace`` (the directory relative
-path rules and path arguments are resolved against; default: the current
-directory), ``sensitive_paths`` (globs added to the built-in sensitive list),
+``factory(settings, *, environ, tools, workspace)``. ``settings`` is the
+``[permission]`` table of avo.toml (its ``settings`` merged in): ``allow`` /
+``ask`` / ``deny`` rules (see :mod:`avo_permissions.rules`), ``workspace`` (the
+directory relative path rules and path arguments are resolved against;
+default: the composition's workspace, else the current directory), ``sensitive_paths`` (globs added to the built-in sensitive list),
 ``require_approval`` tool names (merged with ``AVO_TOOLS_REQUIRE_APPROVAL``)
 and a ``prompter`` callable (default: the interactive terminal prompter).
 """
@@ -41,6 +41,7 @@ def _factory_for(mode: PermissionMode) -> Any:
         *,
         environ: Mapping[str, str] | None = None,
         tools: Any = (),
+        workspace: str | None = None,
     ) -> Any:
         from avo_permissions.callback import build_approval_callback
         from avo_permissions.rules import RuleSet
@@ -55,7 +56,7 @@ def _factory_for(mode: PermissionMode) -> Any:
             allow=parsed.allow,
             ask=parsed.ask,
             deny=parsed.deny,
-            workspace=parsed.workspace or os.getcwd(),
+            workspace=parsed.workspace or workspace or os.getcwd(),
             sensitive_paths=parsed.sensitive_paths,
         )
         return build_approval_callback(policy, tools=tools, prompter=parsed.prompter, rules=rules)
