@@ -4,7 +4,8 @@
 ``[permission]`` table of avo.toml (its ``settings`` merged in): ``allow`` /
 ``ask`` / ``deny`` rules (see :mod:`avo_permissions.rules`), ``workspace`` (the
 directory relative path rules and path arguments are resolved against;
-default: the composition's workspace, else the current directory), ``sensitive_paths`` (globs added to the built-in sensitive list),
+default: the composition's workspace, else the current directory),
+``sensitive_paths`` (globs added to the built-in sensitive list),
 ``require_approval`` tool names (merged with ``AVO_TOOLS_REQUIRE_APPROVAL``)
 and a ``prompter`` callable (default: the interactive terminal prompter).
 """
