@@ -236,3 +236,33 @@ cases:
         import shutil
 
         shutil.rmtree(root)
+
+
+def test_a_call_that_needs_approval_is_denied_with_the_fix_in_the_reason(
+    avo: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("avo_tools")
+    pytest.importorskip("avo_permissions")
+    (tmp_path / "suite.toml").write_text(
+        """
+[[cases]]
+name = "writes"
+task = "write it"
+checks = [{ tool_called = "write_file", outcome = "ok" }, { file = "out.txt" }]
+[cases.config]
+tools = [{ name = "write_file", settings = { workspace = "." } }]
+[cases.config.provider]
+name = "fake"
+settings = { script = [
+    { tool_call = { name = "write_file", arguments = { path = "out.txt", content = "x" } } },
+    { content = "done" },
+] }
+"""
+    )
+    done = avo("eval", "suite.toml", "--no-progress")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "write_file was called but denied: " in done.stdout
+    assert "trials are unattended, so a call that needs approval is denied unless the case's " in (
+        done.stdout
+    )
+    assert "out.txt does not exist in the workspace (the workspace is empty)" in done.stdout

@@ -181,3 +181,11 @@ def test_bad_flags_and_baseline(avo: Any, example_suite: Path, tmp_path: Path) -
     assert "cases: summarize-readme, write-notes, fix-typo" in done.stderr
     done = avo("eval", str(example_suite), "-n", "0")
     assert done.returncode == 2 and "0 must be at least 1" in done.stderr
+
+
+def test_an_unopenable_store_fails_before_any_trial(avo: Any, example_suite: Path) -> None:
+    done = avo("eval", str(example_suite), "-d", "/nonexistent-dir/x/avo.db", "--no-progress")
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert line.startswith("avo: cannot open the event store /nonexistent-dir/x/avo.db for the")
+    assert "pass -d LOCATION" in line and "\n" not in line

@@ -73,12 +73,12 @@ class WorkerPool:
                 await worker.kill()
                 return f"timed out after {limit:g}s (raise timeout_seconds or --timeout)"
             if not line:
-                code = await worker.process.wait()
-                return f"the trial process exited with code {code}"
+                status = await worker.process.wait()
+                return f"the trial process exited with code {status}"
             return int(json.loads(line)["code"])
         except (BrokenPipeError, ConnectionResetError):
-            code = await worker.process.wait() if worker is not None else None
-            return f"the trial process exited with code {code}"
+            gone = await worker.process.wait() if worker is not None else None
+            return f"the trial process exited with code {gone}"
         finally:
             self._idle.put_nowait(worker if worker is not None and worker.alive else None)
 

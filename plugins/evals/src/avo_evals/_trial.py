@@ -40,7 +40,7 @@ def _tool_errors(trace: Any) -> list[str | None]:
             order[str(call_id)] = str(error or "")
         elif entry.event_type is EventType.TOOL_DENIED:
             reason = payload.get("reason") or payload.get("blocked_by") or ""
-            order[str(call_id or len(order))] = f"denied: {reason}"
+            order[str(call_id or len(order))] = str(reason)
     return list(order.values())
 
 
@@ -118,12 +118,20 @@ def run_job(job: dict[str, Any]) -> int:
 def serve() -> int:
     """Run the jobs read from stdin (one JSON object a line), one at a time.
 
-    Each job's stdout and stderr go to its own log file, its working directory
+    Each job's stdout and stderr go to its own log file, its standard input is
+    empty (a trial is unattended: a prompt reads end of input), its working directory
     is its workspace and its environment is the job's; a line
     ``{"id": ..., "code": ...}`` on the original stdout says it is done.
     """
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    for line in sys.stdin:
+    jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    # A trial is unattended: whatever asks for input (an approval prompt) reads
+    # end of input, never the job pipe.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the worker
+    for line in jobs:
         if not line.strip():
             continue
         job = json.loads(line)

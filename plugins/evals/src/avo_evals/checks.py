@@ -39,7 +39,9 @@ class ToolCallRecord:
     def label(self) -> str:
         """``name {arguments} -> outcome``."""
         arguments = json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
-        shown = self.outcome if self.outcome != "failed" else f"failed: {self.error or '?'}"
+        shown = self.outcome
+        if self.outcome in ("failed", "denied") and self.error:
+            shown = f"{self.outcome}: {self.error}"
         return f"{self.name} {_short(arguments, 60)} -> {_short(shown, 80)}"
 
 
@@ -82,6 +84,12 @@ class CheckResult:
     check: str
     passed: bool
     reason: str = ""
+
+
+UNATTENDED = (
+    "; trials are unattended, so a call that needs approval is denied unless the case's "
+    "config sets [permission] mode (e.g. accept_edits)"
+)
 
 
 def describe(check: Check) -> str:
@@ -203,10 +211,13 @@ def _tools(check: Check, outcome: Outcome) -> tuple[bool, str]:
         good = [call for call in matching if call.outcome == check.outcome]
         if not good:
             bad = matching[0]
-            got = bad.outcome if bad.outcome != "failed" else f"failed: {bad.error or '?'}"
-            return (
-                False,
-                f"{name} was called{with_args} but {_short(got, 160)} (expected {check.outcome})",
+            got = bad.outcome
+            if bad.outcome in ("failed", "denied") and bad.error:
+                got = f"{bad.outcome}: {bad.error}"
+            hint = UNATTENDED if bad.outcome == "denied" else ""
+            return False, (
+                f"{name} was called{with_args} but {_short(got, 160)} (expected {check.outcome})"
+                + hint
             )
         matching = good
     if check.times is not None and len(matching) != check.times:

@@ -120,9 +120,9 @@ def failure_lines(case: CaseResult, limit: int = 5) -> list[str]:
         for check in trial.failures():
             grouped.setdefault((check.check, check.reason), []).append(trial.outcome.trial)
     lines = []
-    for (check, reason), trials in grouped.items():
+    for (label, reason), trials in grouped.items():
         which = ", ".join(str(n) for n in trials)
-        lines.append(f"trial{'s' if len(trials) > 1 else ''} {which}: {check}: {reason}")
+        lines.append(f"trial{'s' if len(trials) > 1 else ''} {which}: {label}: {reason}")
     if len(lines) > limit:
         lines = [*lines[:limit], f"... and {len(lines) - limit} more"]
     return lines
@@ -169,15 +169,16 @@ def to_junit(results: EvalResults) -> str:
         )
         case_properties = ET.SubElement(element, "properties")
         low, high = case.interval
-        for name, value in (
+        figures: tuple[tuple[str, object], ...] = (
             ("trials", len(case.trials)),
             ("passes", case.passes),
             ("pass_rate", f"{case.pass_rate:.4f}"),
             ("interval_low", f"{low:.4f}"),
             ("interval_high", f"{high:.4f}"),
             ("min_pass_rate", case.min_pass_rate),
-        ):
-            ET.SubElement(case_properties, "property", name=name, value=str(value))
+        )
+        for label, figure in figures:
+            ET.SubElement(case_properties, "property", name=label, value=str(figure))
         if not case.passed:
             failure = ET.SubElement(
                 element,

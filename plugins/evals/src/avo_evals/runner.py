@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import inspect
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from avo.compose.config import AvoConfig, PluginRef, validation_error
-from avo.exceptions import ConfigError
+from avo.exceptions import AvoError, ConfigError
 from avo.models import new_id
 from avo.policies import LoopPolicy
 from avo.run_diff import RunFacts
@@ -274,6 +275,26 @@ async def _run_trial(
     return {"crash": f"the trial wrote no result (exit {code}): {_tail(log) or 'no output'}"}
 
 
+async def _prepare_store(location: str, env: Mapping[str, str]) -> None:
+    """Open the eval's store once before any trial: a bad location fails here, and a new
+    database is created by one process rather than by every worker at once."""
+    from avo.compose import open_store
+
+    try:
+        store = open_store(location, environ=env)
+        if inspect.isawaitable(store):
+            store = await store
+        close = getattr(store, "close", None)
+        if close is not None:
+            await close()
+    except AvoError as exc:
+        raise ConfigError(
+            f"cannot open the event store {location} for the trials: {exc}; pass -d LOCATION "
+            "(a file path or a store URL)",
+            key="database",
+        ) from None
+
+
 def select_cases(suite: Suite, patterns: Sequence[str] | None) -> list[tuple[int, Case]]:
     """The cases whose names match any of ``patterns`` (shell globs; all when none)."""
     chosen = [
@@ -310,6 +331,7 @@ async def run_suite(
     functions = resolve_python_checks(suite)
     chosen = select_cases(suite, cases)
     location = _absolute_location(database)
+    await _prepare_store(location, env)
     eval_id = new_id()
     root = Path(tempfile.mkdtemp(prefix=f"avo-eval-{suite.label[:20]}-"))
     jobs: list[_Job] = []
