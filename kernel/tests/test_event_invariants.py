@@ -53,6 +53,7 @@ def test_event_type_lists_the_21_reference_members() -> None:
     assert [t.value for t in EventType][:21] == REFERENCE_EVENT_TYPES
     # avo's documented additions come after the reference's members
     additions = {"hook_failed", "request_shaped", "context_compacted", "run_steered"}
+    additions |= {"human_input_requested", "human_input_received"}  # the durable pause
     assert {t.value for t in EventType} - set(REFERENCE_EVENT_TYPES) == additions
     assert {t.value for t in TERMINAL_EVENT_TYPES} == {
         "run_completed",
@@ -211,3 +212,37 @@ def test_accept_is_validate_then_apply() -> None:
     ]
     outcomes = _both(events)
     assert [kind for kind, _ in outcomes].count("ok") == 9
+
+
+async def test_a_person_is_asked_once_and_answered_once_while_the_run_waits() -> None:
+    store = await new_store()
+
+    def ask(**payload: Any) -> AgentEvent:
+        return AgentEvent(run_id="r1", event_type=EventType.HUMAN_INPUT_REQUESTED, payload=payload)
+
+    answered = EventType.HUMAN_INPUT_RECEIVED
+    with pytest.raises(EventInvariantError, match="requires a tool_call_id"):
+        await store.append_event(ask(kind="approval"))
+    with pytest.raises(EventInvariantError, match="kind must be 'approval' or 'question'"):
+        await store.append_event(ask(tool_call_id="c1", kind="vibes"))
+    with pytest.raises(EventInvariantError, match="which asked nobody"):
+        await store.append_event(ev(answered, tool_call_id="c1", decision="approve"))
+    for a, b in [("created", "model_pending"), ("model_pending", "decision_received")]:
+        await store.append_event(sc(a, b))
+    for a, b in [("decision_received", "tool_pending"), ("tool_pending", "approval_pending")]:
+        await store.append_event(sc(a, b))
+    await store.append_event(ask(tool_call_id="c1", kind="approval"))
+    with pytest.raises(EventInvariantError, match="already asked a person"):
+        await store.append_event(ask(tool_call_id="c1", kind="approval"))
+    await store.append_event(sc("approval_pending", "paused"))
+    await store.append_event(ev(answered, tool_call_id="c1", decision="approve"))
+    with pytest.raises(EventInvariantError, match="already answered"):
+        await store.append_event(ev(answered, tool_call_id="c1", decision="deny"))
+    await store.append_event(sc("paused", "approval_pending"))
+    await store.append_event(sc("approval_pending", "tool_executing"))
+    await store.append_event(ask(tool_call_id="c2", kind="question"))
+    with pytest.raises(EventInvariantError, match="only while the run waits for it"):
+        await store.append_event(ev(answered, tool_call_id="c2", text="yes"))
+    log = RunLogState.from_events("r1", await store.get_events("r1"))
+    assert log.open_inputs == {"c2"} and log.answered_inputs == {"c1"}
+    assert log.copy().open_inputs == {"c2"}

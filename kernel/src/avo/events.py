@@ -62,6 +62,13 @@ class EventType(StrEnum):
     """A context policy elided old tool output or summarised old turns (the view only)."""
     RUN_STEERED = "run_steered"
     """A message posted while the run worked joined the transcript before a model call."""
+    HUMAN_INPUT_REQUESTED = "human_input_requested"
+    """A tool call waits for a person (an approval, or a question); see avo.approval.
+    Payload: tool_call_id, kind ("approval" | "question"), name, arguments (secrets
+    masked), risk, reason, rule, model_reason, question, choices, expires_at."""
+    HUMAN_INPUT_RECEIVED = "human_input_received"
+    """A person's answer to a HUMAN_INPUT_REQUESTED: tool_call_id, decision
+    ("approve" | "deny" | "reply"), reason or text, by, via."""
 
 
 TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(
@@ -107,6 +114,8 @@ class RunLogState:
     last_sequence: int = 0
     started_tool_calls: set[str] = field(default_factory=set)
     finished_tool_calls: set[str] = field(default_factory=set)
+    requested_inputs: set[str] = field(default_factory=set)
+    answered_inputs: set[str] = field(default_factory=set)
 
     @classmethod
     def from_events(cls, run_id: str, events: Iterable[AgentEvent]) -> RunLogState:
@@ -127,12 +136,19 @@ class RunLogState:
             last_sequence=self.last_sequence,
             started_tool_calls=set(self.started_tool_calls),
             finished_tool_calls=set(self.finished_tool_calls),
+            requested_inputs=set(self.requested_inputs),
+            answered_inputs=set(self.answered_inputs),
         )
 
     @property
     def open_tool_calls(self) -> set[str]:
         """Tool calls that started without a recorded result."""
         return self.started_tool_calls - self.finished_tool_calls
+
+    @property
+    def open_inputs(self) -> set[str]:
+        """Tool calls waiting for a person: requested, not answered yet."""
+        return self.requested_inputs - self.answered_inputs
 
     def accept(self, event: AgentEvent) -> None:
         """``validate_event_append(self, event)`` then ``apply(event)``, in one pass.
@@ -202,6 +218,10 @@ class RunLogState:
             self.finished_tool_calls.add(str(fields["payload"]["tool_call_id"]))
         elif kind is _MODEL_RESPONDED:
             self.model_responded = True
+        elif kind is EventType.HUMAN_INPUT_REQUESTED:
+            self.requested_inputs.add(str(fields["payload"]["tool_call_id"]))
+        elif kind is EventType.HUMAN_INPUT_RECEIVED:
+            self.answered_inputs.add(str(fields["payload"]["tool_call_id"]))
         elif kind is _RUN_CREATED:
             self.created = True
         elif kind in TERMINAL_EVENT_TYPES:
@@ -218,6 +238,8 @@ _MODEL_RESPONDED = EventType.MODEL_RESPONDED
 _TOOL_STARTED = EventType.TOOL_STARTED
 _TOOL_RESULTS = frozenset({EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
 _NO_PAYLOAD_RULE: frozenset[EventType] = frozenset(EventType) - {
+    EventType.HUMAN_INPUT_REQUESTED,
+    EventType.HUMAN_INPUT_RECEIVED,
     EventType.RUN_CREATED,
     EventType.STATE_CHANGED,
     EventType.TOOL_STARTED,
@@ -239,6 +261,8 @@ def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
     nothing follows a terminal event; STATE_CHANGED carries a legal transition
     from the current state; a tool result needs a prior TOOL_STARTED of the same
     call and no earlier result; a terminal event's state and stop reason agree;
+    a person is asked at most once per tool call, and an answer needs an open
+    request and a run that waits for it (paused or awaiting approval);
     RUN_COMPLETED needs a prior MODEL_RESPONDED.
     """
     kind = event.event_type
@@ -271,6 +295,10 @@ def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
         call_id = payload.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise _fail(state, "tool_started requires a tool_call_id")
+    elif kind is EventType.HUMAN_INPUT_REQUESTED:
+        _check_input_request(state, payload)
+    elif kind is EventType.HUMAN_INPUT_RECEIVED:
+        _check_input_answer(state, payload)
     elif kind in TERMINAL_EVENT_TYPES:
         _check_terminal(state, kind, payload)
 
@@ -293,6 +321,38 @@ def _check_state_changed(state: RunLogState, payload: dict[str, JsonValue]) -> N
         validate_transition(source, target)
     except InvalidStateTransitionError as exc:
         raise _fail(state, str(exc)) from None
+
+
+_INPUT_KINDS = ("approval", "question")
+_ANSWERABLE = frozenset({RunState.PAUSED, RunState.APPROVAL_PENDING})
+
+
+def _check_input_request(state: RunLogState, payload: dict[str, JsonValue]) -> None:
+    call_id = payload.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise _fail(state, "human_input_requested requires a tool_call_id")
+    if payload.get("kind") not in _INPUT_KINDS:
+        raise _fail(
+            state,
+            f"human_input_requested kind must be 'approval' or 'question', got "
+            f"{payload.get('kind')!r}",
+        )
+    if call_id in state.requested_inputs:
+        raise _fail(state, f"tool call {call_id!r} already asked a person")
+
+
+def _check_input_answer(state: RunLogState, payload: dict[str, JsonValue]) -> None:
+    call_id = payload.get("tool_call_id")
+    if not isinstance(call_id, str) or call_id not in state.requested_inputs:
+        raise _fail(state, f"human_input_received for tool call {call_id!r}, which asked nobody")
+    if call_id in state.answered_inputs:
+        raise _fail(state, f"tool call {call_id!r} was already answered")
+    if state.state not in _ANSWERABLE:
+        raise _fail(
+            state,
+            f"an answer can be recorded only while the run waits for it (paused), "
+            f"not in {state.state.value}",
+        )
 
 
 def _check_terminal(state: RunLogState, kind: EventType, payload: dict[str, JsonValue]) -> None:

@@ -1,4 +1,4 @@
-"""``avo runs``: list, inspect, resume, cancel, diff and garbage-collect stored runs.
+"""``avo runs``: list, inspect, resume, cancel, approve/deny/answer, diff and gc stored runs.
 
 Every subcommand opens the event store of the one configuration resolution
 (``-d``, ``AVO_DATABASE_PATH``, avo.toml ``[store] location``, the user
@@ -35,6 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     listing = add("list", "list stored runs, newest first, with who is driving the live ones")
     listing.add_argument(
+        "--pending",
+        action="store_true",
+        help="what paused runs wait for: approvals and questions, with their call ids",
+    )
+    listing.add_argument(
         "--tag",
         action="append",
         default=None,
@@ -62,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     cancel = add("cancel", "end an interrupted run for good (cancelled / user_cancelled)")
     cancel.add_argument("run_id", metavar="RUN_ID", help="run id (or a unique prefix)")
     cancel.add_argument("--reason", default="cancelled by the user", help="recorded reason")
+    from avo.cli._runs_approval import configure as configure_answers
+
+    configure_answers(add)  # approve, deny, answer
     diff = add("diff", "structural diff of two runs: states, tool calls, outputs, tokens")
     diff.add_argument("run_a", metavar="RUN_A")
     diff.add_argument("run_b", metavar="RUN_B")
@@ -94,9 +102,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 async def _list(store: Any, args: argparse.Namespace) -> int:
+    if getattr(args, "pending", False):
+        from avo.cli._runs_approval import list_pending
+
+        return await list_pending(store, args)
     from avo.cli._runs_list import list_runs
 
     return await list_runs(store, args)
+
+
+async def _answer(store: Any, args: argparse.Namespace) -> int:
+    from avo.cli._runs_approval import answer_question, approve_or_deny
+
+    if args.runs_command == "answer":
+        return await answer_question(store, args)
+    return await approve_or_deny(store, args)
 
 
 async def _inspect(store: Any, args: argparse.Namespace) -> int:
@@ -172,6 +192,9 @@ _COMMANDS: Mapping[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, 
     "inspect": _inspect,
     "resume": _resume,
     "cancel": _cancel,
+    "approve": _answer,
+    "deny": _answer,
+    "answer": _answer,
     "diff": _diff,
     "gc": _gc,
 }

@@ -12,7 +12,10 @@ calls it, so front ends never disagree about a run:
   (the run becomes PAUSED and resumable, see :mod:`avo.ops.interrupt`);
 - :func:`holding_lease` — drive a run while holding its lease;
 - :func:`steer` — post a message to a run while it works; it joins the
-  transcript before the run's next model call (a ``run_steered`` event).
+  transcript before the run's next model call (a ``run_steered`` event);
+- :func:`approve`, :func:`deny`, :func:`answer` — answer a run paused for a
+  person (a ``human_input_received`` event); :func:`pending_requests` lists
+  what paused runs wait for (see :mod:`avo.ops.approval`).
 
 Names are imported lazily: ``import avo.ops`` stays cheap.
 """
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 from avo.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from avo.ops.approval import answer, answer_requests, approve, deny, pending_requests
     from avo.ops.cancel import cancel
     from avo.ops.leases import current_holder, holding_lease, owner_name
     from avo.ops.replay import ReplayReport, replay
@@ -32,6 +36,11 @@ if TYPE_CHECKING:
     from avo.ops.steer import SteerMessage, steer
 
 _LAZY = {
+    "answer": "avo.ops.approval",
+    "answer_requests": "avo.ops.approval",
+    "approve": "avo.ops.approval",
+    "deny": "avo.ops.approval",
+    "pending_requests": "avo.ops.approval",
     "cancel": "avo.ops.cancel",
     "current_holder": "avo.ops.leases",
     "holding_lease": "avo.ops.leases",
@@ -51,10 +60,15 @@ __all__ = [
     "ReplayReport",
     "RunStatus",
     "SteerMessage",
+    "answer",
+    "answer_requests",
+    "approve",
     "cancel",
     "current_holder",
+    "deny",
     "holding_lease",
     "owner_name",
+    "pending_requests",
     "replay",
     "resume",
     "run_status",

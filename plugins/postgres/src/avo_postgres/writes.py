@@ -51,9 +51,28 @@ HEAD_SQL = (
 
 _TOOL_CALL_SQL = (
     "SELECT event_type FROM avo_events WHERE run_id = $1 AND tool_call_id = $2 "
-    "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed')"
+    "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed', "
+    "'human_input_requested', 'human_input_received')"
 )
-_TOOL_EVENTS = frozenset({EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED})
+# Events whose tool_call_id is a column: tool starts and results, and a call's request
+# for a person and its answer (an answer needs an open request: invariant lookups).
+_TOOL_EVENTS = frozenset(
+    {
+        EventType.TOOL_STARTED,
+        EventType.TOOL_COMPLETED,
+        EventType.TOOL_FAILED,
+        EventType.HUMAN_INPUT_REQUESTED,
+        EventType.HUMAN_INPUT_RECEIVED,
+    }
+)
+_LOOKED_UP = frozenset(
+    {
+        EventType.TOOL_COMPLETED,
+        EventType.TOOL_FAILED,
+        EventType.HUMAN_INPUT_REQUESTED,
+        EventType.HUMAN_INPUT_RECEIVED,
+    }
+)
 
 
 def tool_call_key(event: AgentEvent) -> str | None:
@@ -140,17 +159,24 @@ async def load_head(conn: Any, run_id: str, lease: Lease | None) -> Head:
 
 
 async def learn_tool_call(conn: Any, head: Head, event: AgentEvent) -> None:
-    """Make sure the head knows whether ``event``'s tool call started / has a result."""
-    if head.complete or event.event_type not in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+    """Make sure the head knows whether ``event``'s tool call started / has a result,
+    and whether it asked a person / was answered."""
+    if head.complete or event.event_type not in _LOOKED_UP:
         return
     call_id = event.payload.get("tool_call_id")
     if not isinstance(call_id, str) or call_id in head.known:
         return
-    for row in await conn.fetch(_TOOL_CALL_SQL, head.log.run_id, tool_call_key(event)):
-        if row["event_type"] == EventType.TOOL_STARTED.value:
-            head.log.started_tool_calls.add(call_id)
+    log = head.log
+    for row in await conn.fetch(_TOOL_CALL_SQL, log.run_id, tool_call_key(event)):
+        kind = row["event_type"]
+        if kind == EventType.TOOL_STARTED.value:
+            log.started_tool_calls.add(call_id)
+        elif kind == EventType.HUMAN_INPUT_REQUESTED.value:
+            log.requested_inputs.add(call_id)
+        elif kind == EventType.HUMAN_INPUT_RECEIVED.value:
+            log.answered_inputs.add(call_id)
         else:
-            head.log.finished_tool_calls.add(call_id)
+            log.finished_tool_calls.add(call_id)
     head.known.add(call_id)
 
 

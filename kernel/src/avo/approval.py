@@ -1,0 +1,251 @@
+"""Approval verdicts, requests for a person, and their answers.
+
+The approval seam (``AgentRuntime(approval_callback=...)``) is asked about
+each tool call and answers with a bool or an :class:`Approval`:
+
+- ``Approval.allow(...)`` / ``True``: the call runs;
+- ``Approval.deny(reason)`` / ``False``: the call is denied; by default the
+  reason goes back to the model as the call's result and the run goes on
+  (``LoopPolicy.on_tool_denied = "stop"`` ends the run instead);
+- ``Approval.ask(reason)``: a person must decide. The run records a
+  :class:`HumanRequest` (a HUMAN_INPUT_REQUESTED event: tool, arguments with
+  secrets masked, risk, why it asks, the model's own words), checkpoints and
+  **pauses**; the process may exit. Anyone sharing the store answers it later
+  (:mod:`avo.ops.approval`, ``avo runs approve|deny|answer``), and
+  ``AgentRuntime.resume`` continues with the :class:`Answer`.
+
+A tool whose metadata says ``asks_human`` (``ask_user``) makes the same kind
+of request with a question; the answer's text becomes the call's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import JsonValue
+
+
+class Verdict(StrEnum):
+    """What an approval callback can say about one call."""
+
+    ALLOW = "allow"
+    DENY = "deny"
+    ASK = "ask"
+
+
+@dataclass(frozen=True)
+class Approval:
+    """An approval callback's decision, with the rule and reason behind it.
+
+    ``rule`` and ``reason`` are recorded on the TOOL_APPROVED / TOOL_DENIED
+    event (and on the request, for ``ask``); ``expires_in`` (seconds) bounds
+    how long a person has to answer an ``ask`` (None: the run's policy).
+    """
+
+    verdict: Verdict
+    reason: str = ""
+    rule: str | None = None
+    expires_in: float | None = None
+
+    @classmethod
+    def allow(cls, reason: str = "", *, rule: str | None = None) -> Approval:
+        """The call runs."""
+        return cls(Verdict.ALLOW, reason, rule)
+
+    @classmethod
+    def deny(cls, reason: str, *, rule: str | None = None) -> Approval:
+        """The call is denied with ``reason`` (what the model is told)."""
+        return cls(Verdict.DENY, reason, rule)
+
+    @classmethod
+    def ask(
+        cls, reason: str = "", *, rule: str | None = None, expires_in: float | None = None
+    ) -> Approval:
+        """A person decides; the run pauses until someone answers."""
+        return cls(Verdict.ASK, reason, rule, expires_in)
+
+
+DEFAULT_DENIAL = "the approval callback denied the tool call"
+
+
+def as_approval(value: Any) -> Approval:
+    """An approval callback's return value as an :class:`Approval` (bools accepted)."""
+    if isinstance(value, Approval):
+        return value
+    if value is True:
+        return Approval.allow()
+    if value is False or value is None:
+        return Approval.deny(DEFAULT_DENIAL)
+    raise TypeError(
+        f"an approval callback returned {type(value).__name__}; return True, False or an "
+        "avo.approval.Approval (allow / deny / ask)"
+    )
+
+
+class AnswerKind(StrEnum):
+    """What a person answered."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    REPLY = "reply"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A person's answer to a :class:`HumanRequest`.
+
+    Approvals take :meth:`approve` or :meth:`deny` (whose reason the model is
+    told); questions take :meth:`reply` (the text is the call's result).
+    """
+
+    kind: AnswerKind
+    reason: str | None = None
+    text: str | None = None
+    by: str | None = None
+
+    @classmethod
+    def approve(cls, reason: str | None = None, *, by: str | None = None) -> Answer:
+        """Let the call run."""
+        return cls(AnswerKind.APPROVE, reason, None, by)
+
+    @classmethod
+    def deny(cls, reason: str | None = None, *, by: str | None = None) -> Answer:
+        """Refuse the call; ``reason`` goes back to the model."""
+        return cls(AnswerKind.DENY, reason, None, by)
+
+    @classmethod
+    def reply(cls, text: str, *, by: str | None = None) -> Answer:
+        """Answer a question."""
+        return cls(AnswerKind.REPLY, None, text, by)
+
+    @classmethod
+    def coerce(cls, value: Any) -> Answer:
+        """``True`` / ``False`` / a string (a reply) / an Answer, as an Answer."""
+        if isinstance(value, Answer):
+            return value
+        if value is True:
+            return cls.approve()
+        if value is False:
+            return cls.deny()
+        if isinstance(value, str):
+            return cls.reply(value)
+        raise TypeError(
+            f"an answer must be True, False, a string or an avo.approval.Answer, "
+            f"got {type(value).__name__}"
+        )
+
+
+class RequestKind(StrEnum):
+    """Why a call waits for a person."""
+
+    APPROVAL = "approval"
+    QUESTION = "question"
+
+
+@dataclass(frozen=True)
+class HumanRequest:
+    """A tool call waiting for a person, as its HUMAN_INPUT_REQUESTED event records it."""
+
+    run_id: str
+    tool_call_id: str
+    kind: RequestKind
+    tool_name: str
+    arguments: dict[str, JsonValue] = field(default_factory=dict)
+    risk: str | None = None
+    reason: str = ""
+    rule: str | None = None
+    model_reason: str | None = None
+    question: str | None = None
+    choices: tuple[str, ...] = ()
+    requested_at: datetime | None = None
+    expires_at: datetime | None = None
+
+    @classmethod
+    def from_payload(
+        cls, run_id: str, payload: Mapping[str, Any], *, requested_at: datetime | None = None
+    ) -> HumanRequest:
+        """Rebuild a request from its event payload."""
+        expires = payload.get("expires_at")
+        choices = payload.get("choices")
+        return cls(
+            run_id=run_id,
+            tool_call_id=str(payload["tool_call_id"]),
+            kind=RequestKind(str(payload.get("kind", "approval"))),
+            tool_name=str(payload.get("name", "")),
+            arguments=dict(payload.get("arguments") or {}),
+            risk=_text(payload.get("risk")),
+            reason=str(payload.get("reason") or ""),
+            rule=_text(payload.get("rule")),
+            model_reason=_text(payload.get("model_reason")),
+            question=_text(payload.get("question")),
+            choices=tuple(str(c) for c in choices) if isinstance(choices, list) else (),
+            requested_at=requested_at,
+            expires_at=datetime.fromisoformat(expires) if isinstance(expires, str) else None,
+        )
+
+    def payload(self) -> dict[str, JsonValue]:
+        """The event payload of this request."""
+        data: dict[str, JsonValue] = {
+            "tool_call_id": self.tool_call_id,
+            "kind": self.kind.value,
+            "name": self.tool_name,
+            "arguments": dict(self.arguments),
+            "risk": self.risk,
+            "reason": self.reason,
+            "rule": self.rule,
+            "model_reason": self.model_reason,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+        if self.kind is RequestKind.QUESTION:
+            data["question"] = self.question
+            data["choices"] = list(self.choices)
+        return data
+
+    def expired(self, now: datetime) -> bool:
+        """True once ``expires_at`` has passed."""
+        return self.expires_at is not None and now >= self.expires_at
+
+    def summary(self) -> str:
+        """One line: ``run_shell {"command": "git push"} (execute): why``."""
+        import json
+
+        if self.kind is RequestKind.QUESTION:
+            text = f"question from {self.tool_name}: {self.question}"
+            if self.choices:
+                text += f" [{' / '.join(self.choices)}]"
+            return text
+        arguments = json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
+        if len(arguments) > 200:
+            arguments = arguments[:199] + "…"
+        risk = f" ({self.risk})" if self.risk else ""
+        why = f": {self.reason}" if self.reason else ""
+        return f"{self.tool_name} {arguments}{risk}{why}"
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, str) and value else None
+
+
+Answerer = Callable[[HumanRequest], "Answer | Awaitable[Answer | None] | None"]
+"""Asks a person right away (a terminal prompt, a chat UI); None means no answer now.
+
+``AgentRuntime(answerer=...)`` calls it for each request once the run has
+paused durably; an answer continues the run in place, None (or Ctrl-C) leaves
+it paused for anyone else to answer."""
+
+
+__all__ = [
+    "DEFAULT_DENIAL",
+    "Answer",
+    "AnswerKind",
+    "Answerer",
+    "Approval",
+    "HumanRequest",
+    "RequestKind",
+    "Verdict",
+    "as_approval",
+]
