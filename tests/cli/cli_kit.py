@@ -101,11 +101,14 @@ class CLI:
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
-    def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        """Start ``avo ARGS`` in the background (its own process group)."""
+    def start(self, *args: str, stdin_open: bool = False, **env: str) -> subprocess.Popen[str]:
+        """Start ``avo ARGS`` in the background (its own process group).
+
+        ``stdin_open``: stdin is a pipe nobody writes to (a prompt waits on it).
+        """
         return subprocess.Popen(
             self.argv(*args),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin_open else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -153,3 +156,137 @@ content = "done"
 usage = {input_tokens = 5, output_tokens = 2}
 """
 """An avo.toml whose run answers "done" at once."""
+
+
+NOTE_PLUGIN = '''
+"""avo-journal: a third-party tool that writes a journal line before and after it works."""
+
+import asyncio
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from avo.models import ToolRisk
+from avo.plugins import ToolSpec, provides
+
+
+class NoteArgs(BaseModel):
+    text: str
+    seconds: float = 0.0
+
+
+def make_tool(settings, *, workspace=None):
+    from avo.tools import FunctionTool
+
+    journal = Path(workspace or ".") / "journal.txt"
+
+    async def note(args):
+        with journal.open("a") as out:
+            out.write(f"start {args.text}\\n")
+        await asyncio.sleep(args.seconds)
+        with journal.open("a") as out:
+            out.write(f"done {args.text}\\n")
+        return f"noted {args.text}"
+
+    return FunctionTool(
+        name="note",
+        description="Write a note to the journal (slowly if asked).",
+        arguments_model=NoteArgs,
+        function=note,
+        risk=ToolRisk.MODIFY,
+    )
+
+
+tool = provides(ToolSpec(name="note", factory=make_tool, risk=ToolRisk.MODIFY))
+'''
+"""The third-party tool plugin the recovery tests install (package avo-journal)."""
+
+
+def plugin_venv_with_journal(root: Path) -> str:
+    """A fresh venv with ``avo-journal`` built into a wheel and pip-installed; its python.
+
+    The venv sees the test environment's packages (avo and its plugins) through
+    a ``.pth`` file, so pip installs only the plugin, offline.
+    """
+    import textwrap
+    import venv
+
+    package = root / "avo-journal"
+    (package / "src" / "avo_journal").mkdir(parents=True)
+    (package / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """\
+            [build-system]
+            requires = ["hatchling"]
+            build-backend = "hatchling.build"
+
+            [project]
+            name = "avo-journal"
+            version = "0.1.0"
+            requires-python = ">=3.11"
+            dependencies = ["avo-kernel>=1.0,<2"]
+
+            [project.entry-points."avo.tools"]
+            note = "avo_journal.plugin:tool"
+
+            [tool.hatch.build.targets.wheel]
+            packages = ["src/avo_journal"]
+            """
+        ),
+        encoding="utf-8",
+    )
+    (package / "src" / "avo_journal" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "src" / "avo_journal" / "plugin.py").write_text(NOTE_PLUGIN, encoding="utf-8")
+    dist = root / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--wheel-dir",
+            str(dist),
+            str(package),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = list(dist.glob("*.whl"))
+    env_dir = root / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    parent = [p for p in sys.path if p and Path(p).is_dir() and not p.startswith(str(root))]
+    (Path(purelib) / "_avo_test_parent_env.pth").write_text("\n".join(parent) + "\n")
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return str(python)
+
+
+def kill(process: subprocess.Popen[str]) -> Result:
+    """SIGKILL the background ``avo`` (a crash: no cleanup) and collect what it printed."""
+    process.kill()
+    out, err = process.communicate(timeout=30)
+    return Result(process.returncode, out, err)

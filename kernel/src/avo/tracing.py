@@ -134,6 +134,11 @@ def _preview(value: object, limit: int = _PREVIEW) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _whole(value: object) -> str:
+    """An error on one line, never shortened: the cause of a failure must stay readable."""
+    return " ".join(str(value).split())
+
+
 def _state(value: object) -> RunState | None:
     try:
         return RunState(str(value)) if value is not None else None
@@ -248,7 +253,7 @@ class _Fold:
             kind_name = payload.get("error_type", "error")
             count = payload.get("consecutive_errors")
             streak = f" (consecutive errors: {count})" if count is not None else ""
-            return f"{kind_name}: {_preview(error)}{streak}"
+            return f"{kind_name}: {_whole(error)}{streak}"
         if kind.name.startswith("TOOL_"):
             return self._tool(kind, payload, facts)
         if kind is EventType.POLICY_TRIGGERED:
@@ -277,7 +282,7 @@ class _Fold:
             facts["error"] = str(failure) if failure else None
             outcome = f"{payload.get('state')} ({payload.get('stop_reason')})"
             if failure:
-                return f"{outcome}: {_preview(failure)}"
+                return f"{outcome}: {_whole(failure)}"
             output = payload.get("output")
             return f"{outcome}: {_preview(output)}" if output is not None else outcome
         return ", ".join(f"{key}={_preview(value, 24)}" for key, value in payload.items())
@@ -310,7 +315,7 @@ class _Fold:
             if kind is EventType.TOOL_FAILED:
                 error = str(payload.get("error") or result.get("error") or "")
                 facts["error"] = error or None
-                return f"{label} failed: {_preview(error)}"
+                return f"{label} failed: {_whole(error)}"
             output = payload.get("output", result.get("output"))
             return f"{label} -> {_preview(output)}"
         if kind is EventType.TOOL_DENIED:

@@ -25,8 +25,12 @@ def _arguments(value: Any, limit: int = 100) -> str:
 class ProgressPrinter:
     """Prints one line per interesting event to stderr."""
 
-    def __init__(self, *, verbosity: int, tools: bool, write: Any = None) -> None:
+    def __init__(
+        self, *, verbosity: int, tools: bool, write: Any = None, started: str | None = None
+    ) -> None:
         self.verbosity = verbosity
+        # printed once the run's first event is stored, so the id it names exists
+        self.started = started
         self.tools = tools or verbosity >= 1
         self._write = write or self._stderr
         self.failures: list[str] = []
@@ -45,6 +49,8 @@ class ProgressPrinter:
     def line(self, event: AgentEvent) -> str | None:
         """The progress line for ``event`` (None: nothing to show at this verbosity)."""
         kind, payload = event.event_type, event.payload
+        if kind is EventType.RUN_CREATED and self.started is not None:
+            return self.started.format(run_id=event.run_id)
         name = payload.get("name", "?")
         if kind is EventType.TOOL_STARTED and self.tools:
             return f"  → {name} {_arguments(payload.get('arguments', {}))}"

@@ -28,11 +28,14 @@ def interrupts(
     hits = {"count": 0}
     main = asyncio.current_task()
 
+    # after the terminal's "^C", start on a fresh line
+    fresh = "\n" if sys.stderr.isatty() else ""
+
     def hit(name: str) -> None:
         hits["count"] += 1
         if hits["count"] > 1:
             print(
-                f"\navo: quitting now; run {run_id} stays resumable from its last checkpoint "
+                f"{fresh}avo: quitting now; run {run_id} stays resumable from its last checkpoint "
                 f"(avo runs resume {run_id})",
                 file=sys.stderr,
                 flush=True,
@@ -40,7 +43,8 @@ def interrupts(
             os._exit(130)
         if not quiet:
             print(
-                f"\navo: interrupting run {run_id} ({name}); press Ctrl-C again to quit at once",
+                f"{fresh}avo: interrupting run {run_id} ({name}); "
+                "press Ctrl-C again to quit at once",
                 file=sys.stderr,
                 flush=True,
             )

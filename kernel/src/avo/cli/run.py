@@ -100,7 +100,6 @@ def _resolve(args: argparse.Namespace) -> Any:
 
 
 async def _drive(args: argparse.Namespace, task: str) -> int:
-    from avo.cli._output import note
     from avo.cli._progress import ProgressPrinter
     from avo.cli._run_report import report
     from avo.cli._signals import interrupts
@@ -123,13 +122,14 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
         workspace=args.workspace,
     )
     verbosity = int(getattr(args, "avo_verbose", 0) or 0)
-    progress = ProgressPrinter(verbosity=verbosity, tools=(not quiet and sys.stderr.isatty()))
+    started = None if quiet else f"avo: run {{run_id}} started (store {composition.store_location})"
+    progress = ProgressPrinter(
+        verbosity=verbosity, tools=(not quiet and sys.stderr.isatty()), started=started
+    )
     composition.manager.register(progress, name="avo-cli-progress")
     run_id = new_id()
     runtime = composition.runtime
     async with composition:
-        if not quiet:
-            note(f"avo: run {run_id} started (store {composition.store_location})", args=args)
         store = composition.event_store
         async with holding_lease(store, run_id, owner=owner_name("avo-run")) as writer:
             runtime.event_store = writer

@@ -39,7 +39,6 @@ VOLATILE_KEYS = frozenset(
 _CREATED_KEYS: tuple[str, ...] = ("task", "system_prompt")
 _FAILED_KEYS: tuple[str, ...] = ("step", "retryable", "consecutive_errors")
 _PAUSED = RunState.PAUSED.value
-_RECOVERED = RunState.OBSERVATION_RECORDED.value
 
 
 def _strip(value: Any) -> Any:
@@ -51,13 +50,26 @@ def _strip(value: Any) -> Any:
 
 
 def effective_events(events: list[AgentEvent]) -> list[AgentEvent]:
-    """``events`` without the ones a later resume superseded (done again after a crash)."""
+    """``events`` without the ones a later resume superseded (done again after a crash).
+
+    A resume continues from a checkpoint: whatever was logged between that
+    checkpoint and the ``run_resumed`` is done again, unless the resume
+    recovered a tool result logged there (it then moves on from another state
+    than the checkpoint's, and those events stand).
+    """
+    checkpoint_state = {
+        e.payload.get("checkpoint_id"): e.payload.get("state")
+        for e in events
+        if e.event_type is EventType.CHECKPOINT_CREATED
+    }
     superseded: set[int] = set()
     for event in events:
         if event.event_type is not EventType.RUN_RESUMED:
             continue
         start = event.payload.get("checkpoint_sequence")
-        if not isinstance(start, int) or event.payload.get("state") == _RECOVERED:
+        target = event.payload.get("state")
+        recovered = target != checkpoint_state.get(event.payload.get("checkpoint_id"), target)
+        if not isinstance(start, int) or recovered:
             continue
         superseded.update(range(start + 1, event.sequence))
     return [e for e in events if e.sequence not in superseded]

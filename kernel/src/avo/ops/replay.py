@@ -25,11 +25,12 @@ from avo.exceptions import ProviderError, RunNotFoundError
 from avo.models import ModelRequest, ModelResponse, ToolCall, ToolMetadata, ToolResult
 from avo.ops._replay_trace import comparable, first_difference
 from avo.policies import LoopPolicy
-from avo.state import StopReason, is_terminal
+from avo.state import RunState, StopReason, is_terminal
 from avo.tools import ToolRegistry
 
 END_OF_RECORDING = "replay reached the end of the recording"
 _PROVIDER_SIDE = (EventType.ROUTE_FAILOVER, EventType.SAVER_APPLIED)
+_CANCEL_ENTRIES = (EventType.RUN_CANCELLED.value, EventType.STATE_CHANGED.value)
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,13 @@ def _budget(record: Mapping[str, Any] | None, environ: Mapping[str, str] | None)
     return budget_from_settings(dict(table), environ=environ) if table else None
 
 
+def _content(message: Any, limit: int = 80) -> str:
+    if not isinstance(message, Mapping):
+        return "nothing"
+    text = repr(message.get("content"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _transcript_divergence(
     recorded: list[Any], replayed: list[Any], events: list[AgentEvent]
 ) -> Divergence | None:
@@ -211,9 +219,9 @@ def _transcript_divergence(
         if left == right:
             continue
         call_id = (left or right or {}).get("tool_call_id")
-        sequence = next(
+        source = next(
             (
-                e.sequence
+                e
                 for e in events
                 if call_id
                 and e.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED)
@@ -221,15 +229,17 @@ def _transcript_divergence(
             ),
             None,
         )
+        kind = source.event_type.value if source is not None else "transcript"
         role = (left or right or {}).get("role", "?")
         return Divergence(
             position=index,
-            sequence=sequence,
-            recorded={"type": "transcript", "message": left},
-            replayed={"type": "transcript", "message": right},
+            sequence=source.sequence if source is not None else None,
+            recorded={"type": kind, "message": left},
+            replayed={"type": kind, "message": right},
             detail=f"the transcript differs at message {index} (role {role}"
             + (f", tool call {call_id}" if call_id else "")
-            + "): the recorded run showed the model something else",
+            + "): the recorded run showed the model "
+            + f"{_content(left)}, replaying this result shows {_content(right)}",
         )
     return None
 
@@ -320,8 +330,18 @@ async def replay(
     replayed_events = await memory_store.get_events(run_id)
     recorded_trace = comparable(events)
     replayed_trace = comparable(replayed_events)
-    divergence = _compare(recorded_trace, replayed_trace, truncated=provider.exhausted)
-    if divergence is None and is_terminal(run.state) and is_terminal(result.status):
+    ended_by_user = run.state is RunState.CANCELLED
+    if ended_by_user:  # a cancellation comes from outside the loop: compare up to it
+        while recorded_trace and recorded_trace[-1][1]["type"] in _CANCEL_ENTRIES:
+            if recorded_trace[-1][1].get("to_state", RunState.CANCELLED.value) != "cancelled":
+                break
+            recorded_trace.pop()
+        notes.append("the run was cancelled by its user; replay compares up to the cancellation")
+    divergence = _compare(
+        recorded_trace, replayed_trace, truncated=provider.exhausted or ended_by_user
+    )
+    finished_alike = is_terminal(run.state) and run.state is result.status
+    if divergence is None and finished_alike:
         recorded_cp = await store.get_latest_checkpoint(run_id)
         replayed_cp = await memory_store.get_latest_checkpoint(run_id)
         if recorded_cp is not None and replayed_cp is not None:

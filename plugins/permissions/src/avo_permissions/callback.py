@@ -9,9 +9,12 @@ that made it, for callers that want the reason behind each outcome.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -32,21 +35,51 @@ Prompter = Callable[[ToolCall], bool | Awaitable[bool]]
 class InteractivePrompter:
     """Ask on a terminal: ``Approve {name}({args})? [y/N]: `` — only y/yes approves.
 
-    End of input (no terminal, closed stdin) is a no: a run never proceeds on
-    silence.
+    The question goes to stderr (stdout carries the run's answer). End of input
+    (no terminal, closed stdin) is a no: a run never proceeds on silence.
+    Inside a running event loop the answer is read on a daemon thread, so the
+    loop stays responsive: Ctrl-C at the prompt interrupts the run (it becomes
+    resumable) instead of being swallowed by a blocked read.
     """
 
     def __init__(self, *, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         self.stdin = stdin
         self.stdout = stdout
 
-    def __call__(self, call: ToolCall) -> bool:
-        out = self.stdout or sys.stdout
+    def __call__(self, call: ToolCall) -> bool | Awaitable[bool]:
+        out = self.stdout or sys.stderr
         args = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
         out.write(f"Approve {call.name}({args})? [y/N]: ")
         out.flush()
-        answer = (self.stdin or sys.stdin).readline()
-        return answer.strip().lower() in {"y", "yes"}
+        stream = self.stdin or sys.stdin
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return _yes(stream.readline())
+        return _read_on_a_thread(loop, stream)
+
+
+def _yes(answer: str) -> bool:
+    return answer.strip().lower() in {"y", "yes"}
+
+
+async def _read_on_a_thread(loop: asyncio.AbstractEventLoop, stream: TextIO) -> bool:
+    answered: asyncio.Future[str] = loop.create_future()
+
+    def deliver(line: str) -> None:
+        if not answered.done():
+            answered.set_result(line)
+
+    def read() -> None:
+        try:
+            line = stream.readline()
+        except (OSError, ValueError):  # stdin closed under us: no answer
+            line = ""
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(deliver, line)
+
+    threading.Thread(target=read, name="avo-approval-prompt", daemon=True).start()
+    return _yes(await answered)
 
 
 @dataclass(frozen=True)
