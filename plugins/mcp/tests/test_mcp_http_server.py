@@ -124,4 +124,6 @@ async def test_avo_client_against_avo_serve_mcp_http(tmp_path: Path) -> None:
             assert str(tmp_path) not in str(info.value)  # no host paths in errors
     finally:
         stop_process(process)
-    assert b"MCP over HTTP at http://127.0.0.1:" in process.stderr.read()
+        with process.stderr:
+            banner = process.stderr.read()
+    assert b"MCP over HTTP at http://127.0.0.1:" in banner

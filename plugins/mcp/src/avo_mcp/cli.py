@@ -171,6 +171,9 @@ def configure_mcp(parser: argparse.ArgumentParser) -> None:
     remove = sub.add_parser("remove", help="remove an MCP server")
     remove.add_argument("name")
     remove.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    from avo_mcp import cli_session
+
+    cli_session.configure(sub)
 
 
 def _split_options(args: argparse.Namespace) -> tuple[list[str], list[str], str | None, list[str]]:
@@ -287,6 +290,10 @@ def run_mcp(
         save_servers(servers, path)
         print(f"removed MCP server {name} from {path}", file=out)
         return 0
+    if args.mcp_command in ("login", "logout", "show", "prompt"):
+        from avo_mcp import cli_session
+
+        return cli_session.run(args, servers, path, out)
     raise McpCliError(f"unknown avo mcp subcommand {args.mcp_command!r}")  # pragma: no cover
 
 

@@ -27,6 +27,7 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENT
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 ServerEntry = dict[str, Any]
+OAUTH_KEYS = ("client_id", "client_secret", "scope", "client_metadata_url")
 
 
 class McpCliError(AvoError):
@@ -77,7 +78,16 @@ def _check_entry(name: str, entry: Any, path: Path) -> ServerEntry:
     if url is not None:  # streamable HTTP
         if not isinstance(url, str) or not url.startswith(("http://", "https://", "${")):
             raise McpCliError(f"{path}: server {name!r} has a 'url' that is not http(s)")
-        return {"url": url, "headers": _string_map(name, entry, "headers", path)}
+        checked = {"url": url, "headers": _string_map(name, entry, "headers", path)}
+        if entry.get("oauth") is not None:
+            checked["oauth"] = _string_map(name, entry, "oauth", path)
+            unknown = set(checked["oauth"]) - set(OAUTH_KEYS)
+            if unknown:
+                raise McpCliError(
+                    f"{path}: server {name!r} has unknown 'oauth' keys {sorted(unknown)}; "
+                    f"use {', '.join(OAUTH_KEYS)}"
+                )
+        return checked
     command = entry.get("command")
     if isinstance(command, str):  # Claude Code style: "command": "npx", "args": [...]
         args = entry.get("args") or []
@@ -162,12 +172,15 @@ def resolve_env(entry: Mapping[str, Any], environ: Mapping[str, str] | None = No
     """The entry with ``${VAR}`` expanded in its command/env (or url/headers) values."""
     env_source = os.environ if environ is None else environ
     if "url" in entry:
-        return {
+        resolved: ServerEntry = {
             "url": expand_vars(entry["url"], env_source),
             "headers": {
                 k: expand_vars(v, env_source) for k, v in (entry.get("headers") or {}).items()
             },
         }
+        if entry.get("oauth"):
+            resolved["oauth"] = {k: expand_vars(v, env_source) for k, v in entry["oauth"].items()}
+        return resolved
     return {
         "command": [expand_vars(part, env_source) for part in entry.get("command", [])],
         "env": {k: expand_vars(v, env_source) for k, v in (entry.get("env") or {}).items()},
@@ -180,6 +193,7 @@ def servers_from_config(
     environ: Mapping[str, str] | None = None,
     timeout_seconds: float | None = None,
     features: ClientFeatures | None = None,
+    interactive_auth: bool = False,
 ) -> list[MCPSession]:
     """An unstarted server per configured entry (what the REPL boots).
 
@@ -189,6 +203,12 @@ def servers_from_config(
     for ``${VAR}`` expansion, and as what a stdio server's minimal
     environment is copied from. ``features`` (roots, sampling, progress) is
     offered by every connection.
+
+    A ``url`` entry without an ``Authorization`` header uses OAuth when the
+    server asks for it: tokens stored by ``avo mcp login NAME`` (in
+    ``~/.avo/mcp-oauth.json``) are sent and refreshed; with
+    ``interactive_auth=True`` a missing authorization opens the browser, else
+    the error says to run ``avo mcp login NAME``.
     """
     servers: list[MCPSession] = []
     for name, entry in load_servers(path, environ=environ).items():
@@ -201,6 +221,8 @@ def servers_from_config(
         if "url" in resolved:
             from avo_mcp.http_client import MCPHttpServer
 
+            if not any(key.lower() == "authorization" for key in resolved["headers"]):
+                extra["auth"] = oauth_client(name, resolved, environ, interactive=interactive_auth)
             servers.append(
                 MCPHttpServer(url=resolved["url"], headers=resolved["headers"], name=name, **extra)
             )
@@ -217,6 +239,31 @@ def servers_from_config(
     return servers
 
 
+def oauth_client(
+    name: str,
+    entry: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    *,
+    interactive: bool = False,
+    open_browser: Any = None,
+) -> Any:
+    """The OAuth client of a ``url`` entry, storing tokens in ``~/.avo/mcp-oauth.json``."""
+    from avo_mcp.oauth import OAuthClient, OAuthConfig, TokenStore, default_token_path
+
+    settings = dict(entry.get("oauth") or {})
+    config = OAuthConfig(
+        client_id=settings.get("client_id") or None,
+        client_secret=settings.get("client_secret") or None,
+        scope=settings.get("scope") or None,
+        client_metadata_url=settings.get("client_metadata_url") or None,
+        interactive=interactive,
+        login_hint=f"avo mcp login {name}",
+        open_browser=open_browser,
+    )
+    store = TokenStore(default_token_path(environ))
+    return OAuthClient(entry["url"], config=config, store=store)
+
+
 __all__ = [
     "MCP_CONFIG_PATH",
     "NAME_PATTERN",
@@ -224,6 +271,7 @@ __all__ = [
     "default_config_path",
     "expand_vars",
     "load_servers",
+    "oauth_client",
     "looks_secret",
     "parse_header",
     "resolve_env",

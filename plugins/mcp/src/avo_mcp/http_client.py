@@ -17,8 +17,10 @@ waits the server's ``retry:`` delay and resumes with ``GET`` +
 call (a 405 means the server has none). Server requests are answered by the
 session (ping, roots, sampling) with a POST.
 
-A 401 means the server wants OAuth authorization, which avo does not run:
-the error says so and names the header-token path.
+A ``401`` means the server wants OAuth authorization: with ``auth=`` (an
+:class:`~avo_mcp.oauth.OAuthClient`) the client refreshes or authorizes and
+sends the request again; without, the error names ``avo mcp login`` and the
+header-token path.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from avo.exceptions import MCPError
 from avo_mcp.features import ClientFeatures
 from avo_mcp.framing import JsonDict
 from avo_mcp.naming import default_http_server_name
+from avo_mcp.oauth import MCPAuthError, OAuthClient
 from avo_mcp.session import DEFAULT_TIMEOUT_SECONDS, MCPSession
 from avo_mcp.sse import EventStreamState
 
@@ -47,6 +50,35 @@ _MAX_RESUMPTIONS = 5
 _GET_STREAM_MAX_RETRIES = 5
 _GET_STREAM_OPEN_SECONDS = 5.0
 _RESOURCE_METADATA = re.compile(r'resource_metadata="?([^",\s]+)"?')
+
+
+_MAX_AUTH_ROUNDS = 4
+
+
+class _Challenge(Exception):
+    """A 401/403 with a ``WWW-Authenticate`` challenge (handled by ``auth``, or reported)."""
+
+    def __init__(self, server: MCPHttpServer, status: int, header: str) -> None:
+        super().__init__(header)
+        self.server = server
+        self.status = status
+        self.header = header
+
+    def error(self) -> MCPError:
+        server = self.server
+        if self.status == 403:
+            return MCPAuthError(
+                f"MCP server {server.name!r} refused the request: the token lacks a scope "
+                f"({self.header})"
+            )
+        found = _RESOURCE_METADATA.search(self.header)
+        where = f" (its authorization metadata: {found.group(1)})" if found else ""
+        return MCPAuthError(
+            f"MCP server {server.name!r} at {server.url} requires OAuth authorization{where}; "
+            f"run `avo mcp login {server.name}` (it opens a browser), or get an access token "
+            f"from the service and add it as a header: avo mcp add {server.name} --url "
+            f'{server.url} --header "Authorization: Bearer ${{TOKEN}}"'
+        )
 
 
 class MCPHttpServer(MCPSession):
@@ -63,6 +95,7 @@ class MCPHttpServer(MCPSession):
         transport: Any = None,
         features: ClientFeatures | None = None,
         listen: bool = True,
+        auth: OAuthClient | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -76,6 +109,8 @@ class MCPHttpServer(MCPSession):
         self.url = url
         self.headers = dict(headers or {})
         self.listen = listen
+        self.auth = auth
+        self._bearer: str | None = None
         self._transport = transport
         self._client: Any = None
         self._session_id: str | None = None
@@ -102,6 +137,8 @@ class MCPHttpServer(MCPSession):
             transport=self._transport,
             trust_env=False,
         )
+        if self.auth is not None:
+            self._bearer = await self.auth.access_token(self._client)
 
     async def _after_initialized(self) -> None:
         """Open the standalone GET stream (``listen``) before anything else is sent.
@@ -146,6 +183,8 @@ class MCPHttpServer(MCPSession):
 
     def _headers(self, *, accept: str = "application/json, text/event-stream") -> dict[str, str]:
         headers = {**self.headers, "Accept": accept}
+        if self._bearer is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = f"Bearer {self._bearer}"
         if accept != "text/event-stream":
             headers["Content-Type"] = "application/json"
         if self._session_id is not None:
@@ -198,6 +237,31 @@ class MCPHttpServer(MCPSession):
     async def _post(
         self, message: JsonDict, method: str, *, future: asyncio.Future[JsonDict] | None = None
     ) -> None:
+        """POST one message, authorizing (and sending it again) when the server asks."""
+        for _ in range(_MAX_AUTH_ROUNDS):
+            try:
+                await self._post_once(message, method, future=future)
+            except _Challenge as challenge:
+                if self.auth is None or self._client is None:
+                    raise challenge.error() from None
+                if challenge.status == 401:
+                    self._bearer = await self.auth.unauthorized(self._client, challenge.header)
+                else:
+                    token = await self.auth.forbidden(self._client, challenge.header)
+                    if token is None:
+                        raise challenge.error() from None
+                    self._bearer = token
+                continue
+            if self.auth is not None:
+                self.auth.succeeded()
+            return
+        raise MCPAuthError(
+            f"MCP server {self.name!r} still refuses {method} after authorizing again"
+        )
+
+    async def _post_once(
+        self, message: JsonDict, method: str, *, future: asyncio.Future[JsonDict] | None = None
+    ) -> None:
         """POST one message; for a request, read its answer from the body or stream."""
         import httpx
 
@@ -248,16 +312,11 @@ class MCPHttpServer(MCPSession):
         if response.status_code < 400:
             return
         body = (await response.aread()).decode("utf-8", errors="replace")
-        if response.status_code == 401:
-            challenge = response.headers.get("www-authenticate", "")
-            found = _RESOURCE_METADATA.search(challenge)
-            where = f" (its authorization metadata: {found.group(1)})" if found else ""
-            raise MCPError(
-                f"MCP server {self.name!r} at {self.url} requires OAuth authorization{where}; "
-                "avo does not run the OAuth flow: get an access token from the service and "
-                f"add it as a header, e.g. avo mcp add {self.name} --url {self.url} "
-                '--header "Authorization: Bearer ${TOKEN}"'
-            )
+        header = response.headers.get("www-authenticate", "")
+        if response.status_code == 401 or (
+            response.status_code == 403 and "insufficient_scope" in header
+        ):
+            raise _Challenge(self, response.status_code, header)
         if response.status_code == 404 and self._session_id is not None:
             raise MCPError(
                 f"MCP server {self.name!r} no longer knows session {self._session_id} "

@@ -14,7 +14,7 @@ SERVE_MCP = lazy_command(
 MCP = lazy_command(
     "mcp",
     "avo_mcp.cli",
-    help="manage the MCP servers in ~/.avo/mcp.json (add, list, remove)",
+    help="manage the MCP servers in ~/.avo/mcp.json (add, list, remove, login, show, prompt)",
     configure="configure_mcp",
     run="run_mcp",
 )
