@@ -1,25 +1,23 @@
-"""The synchronous half of SQLiteEventStore: every statement runs here, on one thread.
+"""The synchronous half of SQLiteEventStore: every statement runs here.
 
-:class:`SQLiteCore` owns one connection and the per-run caches. It is only
-ever called from the store's single worker thread, so it needs no locks.
-Each write method is one ``BEGIN IMMEDIATE`` transaction that (1) checks the
+:class:`SQLiteCore` owns one connection and the per-run caches. It runs on
+the event loop thread when a call cannot block, else on the store's worker
+thread (``SQLiteEventStore._call``); ``lock`` keeps the two apart. Each write
+joins the connection's open transaction (see ``_txn``) and (1) checks the
 run's lease, (2) re-reads the run's last sequence and reloads the cached
 :class:`~avo.events.RunLogState` if another writer (process or store) moved
 it, (3) validates every event with :func:`~avo.events.validate_event_append`,
 and (4) writes. Steps (1) and (2) are skipped while ``PRAGMA data_version``
 shows that no other connection committed since they were last made. Any
-failure rolls back and drops the run's caches, so the next write rebuilds
-them from the database.
+failure rolls back the write and drops the run's caches, so the next write
+rebuilds them from the database. Committing is the store's group commit.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -51,32 +49,28 @@ from avo_sqlite._leases import LeaseOps
 from avo_sqlite._payloads import insert_events
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
-from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database, read_only_error
-from avo_sqlite._write_lock import is_busy, wait_for_write_lock
+from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
+from avo_sqlite._txn import Transactions
 
 _CACHE_RUNS = 256
-
-
-class WouldBlock(Exception):
-    """Raised before any change when a call on the event loop thread would have to wait."""
 
 
 BARRIER_EVENTS: frozenset[EventType] = frozenset(
     {EventType.RUN_CREATED, EventType.TOOL_STARTED, EventType.TOOL_COMPLETED, EventType.TOOL_FAILED}
     | TERMINAL_EVENT_TYPES
 )
-"""Events committed before the append returns: they precede or record a tool's effect,
-or end the run. Other writes are group-committed within ``commit_delay`` seconds."""
+"""Events durable before the append returns: they precede or record a tool's effect,
+or end the run. Other writes are acknowledged at once and committed with the next
+group commit, at the latest ``commit_delay`` seconds later."""
 
 
-class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
+class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
-    Group commit: a write that is not a barrier (see :data:`BARRIER_EVENTS`)
-    stays in the open transaction until the next barrier, or until
-    ``commit_delay`` seconds passed (the worker flushes it). What the database
-    holds after a crash is therefore always a prefix of each run's log in
-    which every tool start and result the process acted on is present.
+    What the database holds after a crash is always a prefix of each run's
+    log in which every tool start and result the process acted on is
+    present: those writes (:data:`BARRIER_EVENTS`) are durable before their
+    append returns, and others are committed in order with or before them.
     """
 
     def __init__(self, path: Path, *, synchronous: str, commit_delay: float) -> None:
@@ -87,19 +81,12 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
         # block) and the worker thread (everything else).
         self.lock = threading.Lock()
         self.inline = False
-        # Without fsync on commit, a write under our own open transaction never waits:
-        # such calls may run on the event loop thread. WAL checkpoints (which fsync)
-        # then run on the worker thread only.
-        self.inline_writes = synchronous.upper() in ("OFF", "NORMAL")
-        if self.inline_writes:
-            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
-        self.wal_dirty = False
-        self.next_wal_checkpoint = 0.0
-        # The worker polls every commit_delay while the store is busy and blocks
-        # without a timeout once idle (worker_idle): only then must a call wake it.
-        self.worker_idle = False
-        self.last_write = 0.0
-        self.pending_since: float | None = None
+        # Without fsync on commit, a commit never waits: it may run on the event loop
+        # thread. WAL checkpoints (which fsync) run on the worker thread, on its own
+        # connection, so they never hold this one.
+        self.inline_commits = synchronous.upper() in ("OFF", "NORMAL")
+        self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self._init_transactions()
         self._broken: StorageError | None = None
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
         self._cursors: OrderedDict[str, CheckpointCursor] = OrderedDict()
@@ -126,148 +113,6 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
         self._states.pop(run_id, None)
         self._cursors.pop(run_id, None)
         self._fresh.discard(run_id)
-
-    def _error(self, action: str, exc: sqlite3.Error | UnicodeEncodeError) -> StorageError:
-        if isinstance(exc, UnicodeEncodeError):  # text sqlite3 cannot bind (a lone surrogate)
-            return StorageError(
-                f"cannot store text that is not valid Unicode while {action} in {self.path} "
-                f"({exc}); nothing of this write was stored. Use valid text (a lone surrogate "
-                "comes from os.fsdecode of undecodable bytes)"
-            )
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == 8:  # SQLITE_READONLY
-            return read_only_error(self.path, f"SQLite: {exc}", action)
-        return StorageError(f"SQLite error while {action} in {self.path}: {exc}")
-
-    def flush(self) -> None:
-        """Commit the writes buffered by group commit (no-op when there are none)."""
-        self.pending_since = None
-        if not self.conn.in_transaction:
-            self._pending_runs.clear()
-            return
-        try:
-            self._sync_runs()
-            self.conn.execute("COMMIT")
-            self.wal_dirty = True
-        except sqlite3.Error as exc:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            self._states.clear()
-            self._cursors.clear()
-            self._fresh.clear()
-            self._leases_checked.clear()
-            self._broken = StorageError(
-                f"committing buffered writes to {self.path} failed: {exc}; the writes since the "
-                "last tool boundary were lost, so this store refuses further use: reopen it"
-            )
-            raise self._broken from exc
-
-    def _abandon(self, action: str, exc: BaseException) -> None:
-        """Roll back a transaction a write left half-done (and its buffered writes)."""
-        self._pending_runs.clear()
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
-        self.pending_since = None
-        self._states.clear()
-        self._cursors.clear()
-        self._fresh.clear()
-        self._leases_checked.clear()
-        self._broken = StorageError(
-            f"a write failed half-way while {action} in {self.path} ({exc}); the writes since "
-            "the last tool boundary were rolled back, so this store refuses further use: reopen it"
-        )
-
-    def checkpoint_wal(self, interval: float) -> None:
-        """Copy the WAL back into the database at most every ``interval`` seconds (PASSIVE)."""
-        now = time.monotonic()
-        if self.wal_dirty and not self.conn.in_transaction and now >= self.next_wal_checkpoint:
-            self.next_wal_checkpoint = now + interval
-            self.wal_dirty = False
-            self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-
-    @property
-    def needs_worker(self) -> bool:
-        """True when a loop-thread call left timed work the worker does not know of."""
-        return self.worker_idle and (self.pending_since is not None or self.wal_dirty)
-
-    def _begin(self) -> None:
-        """BEGIN IMMEDIATE; on the loop thread only if the write lock is free right now.
-
-        A loop-thread call tries once and hands the call to the worker
-        (WouldBlock, nothing changed) if the lock is taken. The worker waits for
-        it up to ``BUSY_TIMEOUT_MS`` (see :func:`~avo_sqlite._write_lock.wait_for_write_lock`).
-        """
-        # Busy timeout 0 for both threads: waits are ours, not SQLite's busy handler.
-        self._busy_timeout(0)
-        if not self.inline:
-            wait_for_write_lock(self.conn, BUSY_TIMEOUT_MS / 1000)
-            return
-        if not self.inline_writes:
-            raise WouldBlock
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                raise WouldBlock from exc
-            raise
-
-    def _busy_timeout(self, ms: int) -> None:
-        if self._busy_ms != ms:
-            self.conn.execute(f"PRAGMA busy_timeout = {ms}")
-            self._busy_ms = ms
-
-    def _see_other_writers(self) -> None:
-        """Forget the checks made before this transaction if another connection committed since.
-
-        ``PRAGMA data_version`` changes exactly when another connection (process or
-        store) committed: while it does not, the cached run states, checkpoint
-        cursors and lease checks still describe the database.
-        """
-        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self._data_version = version
-            self._fresh.clear()
-            self._leases_checked.clear()
-
-    @contextmanager
-    def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
-        if self._broken is not None:
-            raise self._broken
-        if self.read_only is not None:
-            raise read_only_error(self.path, self.read_only, action)
-        conn = self.conn
-        outer = not conn.in_transaction
-        try:
-            if outer:
-                self._begin()
-                self.pending_since = self.last_write = time.monotonic()
-        except sqlite3.Error as exc:
-            raise self._error(action, exc) from exc
-        # Every write validates all it will write before its first statement, so a
-        # refused write changed nothing and earlier buffered writes stay (no savepoint
-        # needed). Only an SQLite failure half-way can leave a partial write behind.
-        changes = conn.total_changes
-        try:
-            if outer:
-                self._see_other_writers()
-            yield conn
-        except BaseException as exc:
-            self._forget(run_id)
-            if outer:
-                self._pending_runs.clear()
-                conn.execute("ROLLBACK")
-                self.flush()
-            elif conn.total_changes != changes:
-                self._abandon(action, exc)
-            if isinstance(exc, sqlite3.Error | UnicodeEncodeError):
-                raise self._error(action, exc) from exc
-            raise
-        pending = self.pending_since
-        if (
-            barrier
-            or self.commit_delay <= 0
-            or (pending is not None and time.monotonic() - pending >= self.commit_delay)
-        ):
-            self.flush()
 
     def _key(self, run_id: str, *, refresh: bool = False) -> int | None:
         """The run's integer key (AUTOINCREMENT: never reused, so safe to cache)."""
@@ -426,13 +271,13 @@ class SQLiteCore(HeadOps, LeaseOps, ReadOps, RetentionOps):
         """Events, run head and checkpoint in one transaction (see ``BatchEventStore``).
 
         Every event is validated and numbered, and the checkpoint planned, before
-        the first statement; the events go in with one ``executemany``. A batch
-        holding a tool start or result is a barrier (committed before returning).
+        the first statement; the events go in with one ``executemany``. Every
+        batch is a barrier: durable before ``append_batch`` returns (a batch is
+        the runtime's durable boundary; several runs' batches share a commit).
         """
         run_id = run.run_id
         check_batch_shape(run, events, checkpoint)
-        barrier = not BARRIER_EVENTS.isdisjoint([event.event_type for event in events])
-        with self._write(run_id, "appending a batch of events", barrier=barrier) as conn:
+        with self._write(run_id, "appending a batch of events", barrier=True) as conn:
             self._check_lease(run_id, lease)
             state, key = self._log_state(run_id)
             if key is None or not state.created:

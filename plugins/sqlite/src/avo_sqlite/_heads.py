@@ -1,6 +1,6 @@
 """Run heads for SQLiteCore (a mixin): the ``runs`` row, written now or with the commit.
 
-Listed first among SQLiteCore's bases: ReadOps and RetentionOps declare
+Listed before ReadOps and RetentionOps among SQLiteCore's bases: they declare
 ``_sync_runs`` as a stub that this class implements.
 """
 

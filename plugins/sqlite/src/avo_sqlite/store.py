@@ -1,8 +1,10 @@
 """SQLiteEventStore: the §11.1 EventStore protocol on one SQLite file.
 
-Every blocking SQLite call runs on the store's own worker thread (one thread,
-one connection), so a slow disk or a write lock held by another process stalls
-only the run that is waiting for it, never the event loop.
+Calls that cannot block run on the event loop thread; every blocking SQLite
+call (waiting for another process's write lock, an fsync) runs on the store's
+own worker thread, so a slow disk or a lock held elsewhere stalls only the run
+that waits for it, never the event loop. Writes from many runs share one
+transaction and one commit (group commit, see ``_group``).
 """
 
 from __future__ import annotations
@@ -18,24 +20,13 @@ from avo.events import AgentEvent
 from avo.exceptions import StorageError
 from avo.models import Checkpoint, RunRecord
 from avo.storage.leases import Lease
-from avo_sqlite._core import SQLiteCore, WouldBlock
+from avo_sqlite._core import SQLiteCore
+from avo_sqlite._group import GroupCommit, cancel_again
+from avo_sqlite._txn import WouldBlock
 from avo_sqlite._worker import Worker
 
 T = TypeVar("T")
 _BLOCKED = object()
-
-
-def _cancel_again() -> None:
-    """Re-deliver a cancellation caught inside a store call at the caller's next await.
-
-    A store call is atomic for its caller: when the task is cancelled while a
-    write is in flight (or just done), the call still returns what was stored
-    and the task is cancelled again, keeping its cancellation count unchanged.
-    """
-    task = asyncio.current_task()
-    if task is not None:
-        task.uncancel()
-        task.cancel()
 
 
 def _location_to_path(location: str | Path) -> Path:
@@ -55,13 +46,14 @@ class SQLiteEventStore:
     survives any process crash; ``"FULL"`` also survives power loss at the cost
     of one fsync per commit.
 
-    ``commit_delay`` (seconds) is the group-commit window: writes that neither
-    precede nor record a tool's effect (state changes, model responses,
-    checkpoints) are committed together with the next tool start/result or
-    terminal event, or at the latest ``commit_delay`` after the first of them.
-    A crash therefore loses at most that window of effect-free events: the
-    stored log is always a prefix that resume handles. ``0`` commits every
-    write on its own.
+    Group commit: a write that precedes or records a tool's effect (a tool
+    start or result), creates or ends a run, or changes a lease returns once it
+    is durable; writes of many runs that arrive together share one commit.
+    ``commit_delay`` (seconds) bounds how long effect-free writes (state
+    changes, model responses, checkpoints), acknowledged at once, wait for the
+    next commit. A crash therefore loses at most that window of effect-free
+    events: the stored log is always a prefix that resume handles. ``0`` makes
+    every write durable before it returns.
     """
 
     def __init__(
@@ -80,6 +72,7 @@ class SQLiteEventStore:
             lambda: SQLiteCore(location, synchronous=synchronous, commit_delay=commit_delay)
         )
         self._core = self._worker.core
+        self._group = GroupCommit(self._core, self._worker)
 
     def __repr__(self) -> str:
         return f"SQLiteEventStore({str(self.path)!r})"
@@ -90,8 +83,9 @@ class SQLiteEventStore:
         A call runs on the event loop thread only when the connection is free and
         it needs no lock it would have to wait for (see ``SQLiteCore._begin``);
         it is then pure CPU, like the in-memory store. Anything that could wait
-        (a write lock held by another connection, an fsync with
-        ``synchronous="FULL"``, a WAL checkpoint) runs on the worker thread.
+        (a write lock held by another connection) runs on the worker thread.
+        While a commit runs on the worker (``synchronous="FULL"``), calls wait
+        for it and then open the next transaction on this thread.
         """
         # Let other tasks (other runs) take a turn, as a real I/O wait would: a run whose
         # provider and tools never wait (a fake model, synchronous tools) cannot hold
@@ -102,6 +96,9 @@ class SQLiteEventStore:
         await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
+        while self._group.in_flight is not None:
+            with contextlib.suppress(Exception):  # the commit's waiters get its outcome
+                await asyncio.shield(self._group.in_flight)
         core = self._core
         if core.lock.acquire(blocking=False):
             result: Any = _BLOCKED
@@ -113,8 +110,6 @@ class SQLiteEventStore:
                     pass
                 finally:
                     core.inline = False
-                    if core.needs_worker:
-                        self._worker.wake()
             finally:
                 core.lock.release()
             if result is not _BLOCKED:
@@ -123,35 +118,52 @@ class SQLiteEventStore:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            # The write may already be durable: finish it and hand its result back, so
+            # The write may already be staged: finish it and hand its result back, so
             # the caller's view (its RunLogState) matches the store; the cancellation is
             # delivered at the caller's next await instead.
             while not future.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.shield(future)
-            _cancel_again()
+            cancel_again()
             return cast(T, future.result())
+
+    def _staged(self, fn: Callable[..., T], *args: Any) -> tuple[T, int, bool]:
+        """``fn(*args)`` (a core write), with its transaction and whether it must be durable."""
+        result = fn(*args)
+        core = self._core
+        return result, core.txn_gen, core.wants_commit
+
+    async def _write(self, run_id: str, fn: Callable[..., T], *args: Any) -> T:
+        """A core write, returned once durable when it must be (see ``_group``)."""
+        result, gen, durable = await self._call(self._staged, fn, *args)
+        if durable:
+            await self._group.durable(gen, run_id)
+        else:
+            self._group.later()
+        return result
 
     # ------------------------------------------------------------------ protocol
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
         """Store a new run with its RUN_CREATED event (one transaction)."""
-        return await self._call(self._core.create_run, run, event, None)
+        return await self._write(run.run_id, self._core.create_run, run, event, None)
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
         """Validate and append one event; returns it with its sequence."""
-        return await self._call(self._core.append_event, event, None)
+        return await self._write(event.run_id, self._core.append_event, event, None)
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
         """Append an event and replace the run record in one transaction."""
-        return await self._call(self._core.append_event_and_update_run, event, run, None)
+        core = self._core
+        return await self._write(run.run_id, core.append_event_and_update_run, event, run, None)
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
     ) -> tuple[Checkpoint, AgentEvent]:
         """Store a checkpoint (as a delta) and its CHECKPOINT_CREATED event in one transaction."""
-        return await self._call(self._core.save_checkpoint, checkpoint, event, None)
+        core = self._core
+        return await self._write(checkpoint.run_id, core.save_checkpoint, checkpoint, event, None)
 
     async def append_batch(
         self,
@@ -161,17 +173,21 @@ class SQLiteEventStore:
     ) -> list[AgentEvent]:
         """Append ``events``, replace the run head and store ``checkpoint`` in one transaction.
 
-        All or nothing (see ``avo.storage.base.BatchEventStore``). A batch holding a
-        tool start or result is committed before this returns; others ride the
-        group-commit window like single appends.
+        All or nothing (see ``avo.storage.base.BatchEventStore``), and durable
+        before this returns; batches of other runs written meanwhile share the
+        commit (group commit).
         """
-        return await self._call(self._core.append_batch, run, events, checkpoint, None)
+        core = self._core
+        return await self._write(run.run_id, core.append_batch, run, events, checkpoint, None)
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
         """Append the final STATE_CHANGED and terminal events and the run record atomically."""
-        return await self._call(self._core.finalize_run, run, state_event, terminal_event, None)
+        core = self._core
+        return await self._write(
+            run.run_id, core.finalize_run, run, state_event, terminal_event, None
+        )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run record, or None."""
@@ -179,7 +195,7 @@ class SQLiteEventStore:
 
     async def update_run(self, run: RunRecord) -> RunRecord:
         """Replace the run record (RunNotFoundError if it does not exist)."""
-        return await self._call(self._core.update_run, run, None)
+        return await self._write(run.run_id, self._core.update_run, run, None)
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
@@ -201,6 +217,8 @@ class SQLiteEventStore:
         """Close the connection and stop the worker thread (idempotent)."""
         if self._closed:
             return
+        with contextlib.suppress(StorageError):  # waiting writers get the commit's outcome
+            await self._group.commit_now()
         self._closed = True
         await asyncio.to_thread(self._worker.stop)
 
@@ -222,11 +240,11 @@ class SQLiteEventStore:
         Returns False when the run does not exist; raises StorageError for a run
         that is not terminal.
         """
-        return await self._call(self._core.delete_run, run_id)
+        return await self._write(run_id, self._core.delete_run, run_id)
 
     async def flush(self) -> None:
         """Commit group-committed writes now (visible to other connections, durable)."""
-        await self._call(self._core.flush)
+        await self._group.commit_now()
 
     async def database_bytes(self) -> int:
         """Bytes of the database in use (pages minus free pages)."""
@@ -239,15 +257,15 @@ class SQLiteEventStore:
 
     async def acquire_lease(self, run_id: str, owner: str, ttl: float) -> Lease:
         """Take the run's lease for ``ttl`` seconds; the token is bumped on every acquisition."""
-        return await self._call(self._core.acquire_lease, run_id, owner, ttl)
+        return await self._write(run_id, self._core.acquire_lease, run_id, owner, ttl)
 
     async def renew_lease(self, lease: Lease, ttl: float) -> Lease:
         """Extend a lease this writer still holds (LeaseError if fenced off)."""
-        return await self._call(self._core.renew_lease, lease, ttl)
+        return await self._write(lease.run_id, self._core.renew_lease, lease, ttl)
 
     async def release_lease(self, lease: Lease) -> None:
         """Give the lease up (a no-op if it was already taken over)."""
-        await self._call(self._core.release_lease, lease)
+        await self._write(lease.run_id, self._core.release_lease, lease)
 
     def fenced(self, lease: Lease) -> FencedSQLiteEventStore:
         """An EventStore view whose every write requires ``lease`` to be current."""
@@ -263,25 +281,31 @@ class FencedSQLiteEventStore:
 
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
         """create_run, fenced."""
-        return await self.store._call(self.store._core.create_run, run, event, self.lease)
+        core = self.store._core
+        return await self.store._write(run.run_id, core.create_run, run, event, self.lease)
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
         """append_event, fenced."""
-        return await self.store._call(self.store._core.append_event, event, self.lease)
+        core = self.store._core
+        return await self.store._write(event.run_id, core.append_event, event, self.lease)
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
         """append_event_and_update_run, fenced."""
         core = self.store._core
-        return await self.store._call(core.append_event_and_update_run, event, run, self.lease)
+        return await self.store._write(
+            run.run_id, core.append_event_and_update_run, event, run, self.lease
+        )
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
     ) -> tuple[Checkpoint, AgentEvent]:
         """save_checkpoint, fenced."""
         core = self.store._core
-        return await self.store._call(core.save_checkpoint, checkpoint, event, self.lease)
+        return await self.store._write(
+            checkpoint.run_id, core.save_checkpoint, checkpoint, event, self.lease
+        )
 
     async def append_batch(
         self,
@@ -291,20 +315,23 @@ class FencedSQLiteEventStore:
     ) -> list[AgentEvent]:
         """append_batch, fenced."""
         core = self.store._core
-        return await self.store._call(core.append_batch, run, events, checkpoint, self.lease)
+        return await self.store._write(
+            run.run_id, core.append_batch, run, events, checkpoint, self.lease
+        )
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
         """finalize_run, fenced."""
         core = self.store._core
-        return await self.store._call(
-            core.finalize_run, run, state_event, terminal_event, self.lease
+        return await self.store._write(
+            run.run_id, core.finalize_run, run, state_event, terminal_event, self.lease
         )
 
     async def update_run(self, run: RunRecord) -> RunRecord:
         """update_run, fenced."""
-        return await self.store._call(self.store._core.update_run, run, self.lease)
+        core = self.store._core
+        return await self.store._write(run.run_id, core.update_run, run, self.lease)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """get_run of the underlying store."""
