@@ -173,7 +173,7 @@ def open_database(
     # another process can then checkpoint over pages they still use.
     if not exists and not path.parent.exists():
         raise StorageError(f"cannot create the avo database {path}: {path.parent} does not exist")
-    else:
+    if not exists:
         # Owner-only: runs hold prompts and tool outputs. SQLite gives the -wal and
         # -shm files it creates the database file's mode.
         try:
