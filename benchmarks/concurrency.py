@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import math
 import os
 import statistics
@@ -47,45 +48,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from avo import AgentRuntime, FakeProvider, FunctionTool, LoopPolicy, ModelResponse
+from avo import AgentRuntime, FakeProvider
 from avo.events import EventType
-from avo.models import ToolCall
 from avo.storage.memory import InMemoryEventStore
+from avo_evals.bench import default_policy, echo_tool, tool_loop_script
 
 STEPS = 50
 MIN_STEPS = 2_000  # per measurement at the small levels (repeated waves)
 DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"), "postgres.dsn")
 
 
-class EchoArgs(BaseModel):
-    """Arguments of the benchmark tool."""
-
-    n: int
-
-
-# A trivial function runs on the loop: the figures are the runtime's and the store's.
-TOOL = FunctionTool(
-    name="echo",
-    description="echo n",
-    arguments_model=EchoArgs,
-    function=lambda a: {"n": a.n},
-    run_in_thread=False,
-)
+TOOL = echo_tool()  # a trivial function on the loop: the runtime's and the store's figures
 _STARTED = EventType.TOOL_STARTED
 CPU = [0.0]  # process CPU seconds of the waves measured so far
-
-
-def _script() -> list[ModelResponse]:
-    calls = [
-        ModelResponse(tool_call=ToolCall(name="echo", arguments={"n": i})) for i in range(STEPS)
-    ]
-    return [*calls, ModelResponse(content="done")]
-
-
-def _policy() -> LoopPolicy:
-    return LoopPolicy(max_steps=STEPS + 5, max_runtime_seconds=None)
 
 
 class Recorder:
@@ -109,7 +84,7 @@ class Recorder:
         return stored
 
     def step_latencies(self) -> list[float]:
-        return [b - a for marks in self.starts.values() for a, b in zip(marks, marks[1:])]
+        return [b - a for marks in self.starts.values() for a, b in itertools.pairwise(marks)]
 
 
 def _rss_mb() -> float:
@@ -121,9 +96,9 @@ async def _wave(store: Any, runs: int) -> tuple[float, float]:
     """``runs`` runs started together; returns (wall seconds, peak extra MB while live)."""
     runtimes = [
         AgentRuntime(
-            provider=FakeProvider(_script(), record_requests=False),
+            provider=FakeProvider(tool_loop_script(STEPS), record_requests=False),
             tools=[TOOL],
-            policy=_policy(),
+            policy=default_policy(STEPS),
             event_store=store,
         )
         for _ in range(runs)
@@ -225,6 +200,7 @@ async def _postgres_opener(most: int) -> Callable[[], Awaitable[Any]] | str:
         return "no server (run scripts/ensure-services.sh or set AVO_TEST_POSTGRES_DSN)"
     try:
         import asyncpg
+
         from avo_postgres import PostgresEventStore
     except ImportError as exc:
         return f"avo-postgres is not installed ({exc})"
