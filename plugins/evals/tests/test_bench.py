@@ -59,6 +59,8 @@ def test_bench_bad_input_is_one_line_with_the_fix(avo: Any) -> None:
     assert "pass arguments (and --tool-settings) it accepts" in done.stderr
     done = avo("bench", "--sizes", "x")
     assert done.returncode == 2 and "'x' is not a list of step counts like 20,200" in done.stderr
+    done = avo("bench", "--rounds", "0")
+    assert done.returncode == 2 and "0 rounds: give at least 1" in done.stderr
     done = avo("bench", "--tool-args", "[1]")
     assert done.returncode == 2 and "must be a JSON object" in done.stderr
 

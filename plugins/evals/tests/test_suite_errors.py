@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,16 @@ def test_an_unopenable_store_fails_before_any_trial(avo: Any, example_suite: Pat
     line = done.stderr.strip()
     assert line.startswith("avo: cannot open the event store /nonexistent-dir/x/avo.db for the")
     assert "pass -d LOCATION" in line and "\n" not in line
+
+
+def test_yaml_without_pyyaml_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "yaml", None)  # as if PyYAML were not installed
+    path = _suite(tmp_path, "cases: []\n", "suite.yaml")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert str(info.value) == (
+        f"{path}: YAML suites need PyYAML: pip install 'avo-evals[yaml]' "
+        "(or write the suite as TOML)"
+    )

@@ -46,6 +46,16 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rounds") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} rounds: give at least 1")
+    return value
+
+
 def _table(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -65,7 +75,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--sizes", type=_sizes, default=None, metavar="N,N",
         help="run lengths in tool steps (default: 20,200,2000)",
     )  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=None, metavar="N", help="default 5")
+    parser.add_argument(
+        "--rounds", type=_rounds, default=None, metavar="N",
+        help="interleaved rounds per size; the best is reported (default 5, 3 with --quick)",
+    )  # fmt: skip
     parser.add_argument(
         "--store", default="sqlite", metavar="NAME",
         help="store plugin to measure (default: sqlite); 'none' skips the store figures",
