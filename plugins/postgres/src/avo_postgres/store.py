@@ -29,28 +29,21 @@ import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
 from avo.events import (
     TERMINAL_EVENT_TYPES,
     AgentEvent,
-    EventType,
     RunLogState,
     validate_event_append,
 )
 from avo.exceptions import EventInvariantError, LeaseError, StorageError
-from avo.models import Checkpoint, RunRecord, replaced
-from avo.storage.batch import check_batch_shape, stale_batch
+from avo.models import Checkpoint, RunRecord
+from avo.storage.batch import check_batch_shape
 from avo.storage.leases import Lease
 from avo_postgres import leases
-from avo_postgres.checkpoints import (
-    CachedLists,
-    CheckpointRows,
-    load_previous,
-    plan_checkpoint,
-)
+from avo_postgres.checkpoints import CachedLists
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
     connection_broken,
@@ -59,29 +52,20 @@ from avo_postgres.connection import (
     redact_dsn,
     storage_errors,
 )
+from avo_postgres.group import GroupWriter
 from avo_postgres.leases import FencedPostgresStore
 from avo_postgres.reads import StoreReads
 from avo_postgres.rows import row_is_terminal
 from avo_postgres.schema import migrate
-from avo_postgres.writes import Head, build_write, insert_run, learn_tool_call, load_head
+from avo_postgres.write_ops import WriteOps
+from avo_postgres.writes import Head, insert_run
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 _T = TypeVar("_T")
-_MAX_ATTEMPTS = 100  # compare-and-set retries before a write gives up
-_HEAD_CACHE_SIZE = 4096  # runs whose head one store instance remembers
 
 
-@dataclass
-class _Staged:
-    """A validated write, ready to be sent as one statement."""
-
-    events: list[AgentEvent] = field(default_factory=list)
-    checkpoint: CheckpointRows | None = None
-    cache: CachedLists | None = None
-
-
-class PostgresEventStore(StoreReads):
+class PostgresEventStore(WriteOps, StoreReads):
     """The §11.1 EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
@@ -127,6 +111,9 @@ class PostgresEventStore(StoreReads):
         self._run_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        # Batches of many runs in one statement; up to half the pool's connections
+        # carry group statements at once, the rest serve reads and single writes.
+        self._group = GroupWriter(self._send_group, parallel=max(1, pool_max_size // 2))
 
     def __repr__(self) -> str:
         return f"PostgresEventStore({redact_dsn(self._dsn)!r})"
@@ -201,6 +188,12 @@ class PostgresEventStore(StoreReads):
         """A connection inside one transaction, committed when the block succeeds."""
         async with self._connection(action) as conn, conn.transaction(isolation=isolation):
             yield conn
+
+    async def _send_group(self, sql: str, args: list[Any]) -> list[str]:
+        """Run one group statement (see avo_postgres.group); the run ids it applied."""
+        async with self._connection("writing a group of batches") as conn:
+            applied: list[str] = await conn.fetchval(sql, *args)
+            return applied
 
     async def close(self) -> None:
         """Close the connection pool. Safe to call twice."""
@@ -365,120 +358,12 @@ class PostgresEventStore(StoreReads):
         batch = list(events)
         check_batch_shape(run, batch, checkpoint)
         action = f"appending a batch of {len(batch)} events"
-        staged = await self._write(run.run_id, batch, run, checkpoint, lease, action, numbered=True)
+        staged = await self._write_grouped(run, batch, checkpoint, lease, action)
         return staged.events
 
     async def _update_run(self, run: RunRecord, *, lease: Lease | None) -> RunRecord:
         await self._write(run.run_id, [], run, None, lease, "updating the run record")
         return run
-
-    def _remember(self, head: Head) -> None:
-        heads = self._heads
-        heads[head.log.run_id] = head
-        heads.move_to_end(head.log.run_id)
-        while len(heads) > _HEAD_CACHE_SIZE:
-            evicted, _ = heads.popitem(last=False)
-            self._checkpoint_cache.pop(evicted, None)
-
-    async def _write(
-        self,
-        run_id: str,
-        events: list[AgentEvent],
-        run: RunRecord | None,
-        checkpoint: Checkpoint | None,
-        lease: Lease | None,
-        action: str,
-        *,
-        numbered: bool = False,
-    ) -> _Staged:
-        """Validate and write, retrying on a lost compare-and-set (see avo_postgres.writes).
-
-        ``numbered``: ``events`` is a batch whose pre-numbered sequences must fit.
-        """
-        if run is not None and run.run_id != run_id:
-            raise StorageError(f"run record {run.run_id} does not match run {run_id}")
-        # Writers of one run in this instance take turns (they would only make each
-        # other's compare-and-set fail); the lock lives while someone holds it.
-        lock = self._run_locks.get(run_id)
-        if lock is None:
-            lock = self._run_locks[run_id] = asyncio.Lock()
-        async with lock, self._connection(f"{action} of run {run_id}") as conn:
-            for _ in range(_MAX_ATTEMPTS):
-                head = self._heads.pop(run_id, None)
-                cached = head is not None
-                if head is None:
-                    head = await load_head(conn, run_id, lease)
-                head.freeze()
-                try:
-                    staged = await self._stage(conn, head, events, checkpoint, numbered)
-                except EventInvariantError:
-                    if cached:  # maybe only stale: validate against the database
-                        continue
-                    raise
-                sql, args = build_write(
-                    head,
-                    lease,
-                    staged.events,
-                    run,
-                    staged.checkpoint,
-                    check_sequence=bool(events),
-                )
-                if await conn.fetchval(sql, *args):
-                    if head.log.terminal:
-                        self._checkpoint_cache.pop(run_id, None)
-                    else:
-                        if staged.cache is not None:
-                            self._checkpoint_cache[run_id] = staged.cache
-                        self._remember(head)
-                    return staged
-                # Lost the compare-and-set: another writer appended, or the lease
-                # forbids this write; the next round reloads and tells which.
-        raise StorageError(
-            f"gave up {action} of run {run_id} after {_MAX_ATTEMPTS} attempts: other writers "
-            "kept appending first; drive each run from one worker (acquire_lease)"
-        )
-
-    async def _stage(
-        self,
-        conn: Any,
-        head: Head,
-        events: list[AgentEvent],
-        checkpoint: Checkpoint | None,
-        numbered: bool,
-    ) -> _Staged:
-        """Validate ``events`` against ``head`` (applying them to it) and plan the checkpoint.
-
-        ``numbered``: a batch, whose caller-given sequences must fit (StaleWriteError).
-        """
-        staged = _Staged()
-        log = head.log
-        for event in events:
-            await learn_tool_call(conn, head, event)
-            sequence = log.last_sequence + 1
-            # The runtime pre-numbers its events: keep the object when the number fits, and
-            # refuse a batch numbered for other slots (built from an out-of-date view).
-            if numbered and event.sequence and event.sequence != sequence:
-                raise stale_batch(log.run_id, event.sequence, sequence)
-            validate_event_append(log, event)
-            stored = event if event.sequence == sequence else replaced(event, sequence=sequence)
-            log.apply(stored)
-            if stored.event_type is EventType.TOOL_STARTED:
-                head.known.add(str(stored.payload["tool_call_id"]))
-            staged.events.append(stored)
-        if checkpoint is not None:
-            run_id = log.run_id
-            previous = self._checkpoint_cache.get(run_id)
-            if previous is None or (previous.ordinal, previous.checkpoint_id) != (
-                head.checkpoint_ordinal,
-                head.checkpoint_id,
-            ):  # another writer checkpointed since (or the cache is cold): read them back
-                previous = await load_previous(conn, run_id, head.checkpoint_ordinal)
-            head.checkpoint_ordinal += 1
-            head.checkpoint_id = checkpoint.checkpoint_id
-            staged.checkpoint, staged.cache = plan_checkpoint(
-                checkpoint, head.checkpoint_ordinal, previous
-            )
-        return staged
 
     # ------------------------------------------------------------ leases
     async def get_lease(self, run_id: str) -> Lease | None:

@@ -158,6 +158,14 @@ async def load_head(conn: Any, run_id: str, lease: Lease | None) -> Head:
     )
 
 
+def needs_lookup(head: Head, event: AgentEvent) -> bool:
+    """Whether validating ``event`` needs :func:`learn_tool_call` to ask the database."""
+    if head.complete or event.event_type not in _LOOKED_UP:
+        return False
+    call_id = event.payload.get("tool_call_id")
+    return isinstance(call_id, str) and call_id not in head.known
+
+
 async def learn_tool_call(conn: Any, head: Head, event: AgentEvent) -> None:
     """Make sure the head knows whether ``event``'s tool call started / has a result,
     and whether it asked a person / was answered."""
