@@ -173,6 +173,9 @@ def _dispatch(argv: Sequence[str], env: Mapping[str, str]) -> int:
         parser.print_help()
         return 2
     _apply_globals(args, env, manager)
+    from avo.cli._logging import setup
+
+    setup(int(args.avo_verbose or 0), env)
     return int(specs[args.command].run(args))
 
 

@@ -70,8 +70,9 @@ An [avo](https://github.com/) {kind} plugin, discovered through the
 ## Install and check
 
 ```bash
-avo plugin install ./avo-{dist}      # or: pip install -e ./avo-{dist}
+avo plugin install ./avo-{dist}      # or: pip install -e './avo-{dist}[test]'
 avo plugin show {name}
+pip install 'pytest>=8' 'pytest-asyncio>=0.24'   # the [test] extra
 python -m pytest avo-{dist}/tests
 ```
 
@@ -112,8 +113,9 @@ class Settings(BaseModel):
 
 
 class Arguments(BaseModel):
-    """What the model passes to the tool."""
+    """What the model passes to the tool (anything else is refused)."""
 
+    model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1, description="The text to upper-case.")
 
 
@@ -149,8 +151,14 @@ plugin = provides(
 
 TOOL_TEST = """\
 from avo.runtime import AgentRuntime
-from avo.testing import plugin_manager, tool_then_answer
+from avo.testing import check_tool_contract, check_tool_spec, plugin_manager, tool_then_answer
 from avo_{module}.plugin import plugin
+
+
+async def test_the_tool_keeps_the_kernel_tool_contract() -> None:
+    spec = plugin_manager(plugin).get("tool", "{name}")
+    tool = check_tool_spec(spec, {{"suffix": "!"}})
+    assert await check_tool_contract(tool, valid_arguments={{"text": "hi"}}) == "HI!"
 
 
 async def test_the_tool_runs_inside_a_runtime() -> None:

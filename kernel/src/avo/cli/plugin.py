@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     target = scaffold(args.name, kind=args.kind, directory=args.directory)
     print(f"created {target} (package avo-{canonical_name(args.name)}, kind {args.kind})")
-    print(f"next: pip install -e {target} && python -m pytest {target / 'tests'}")
+    print(f"next: pip install -e '{target}[test]' && python -m pytest {target / 'tests'}")
     return 0
 
 

@@ -367,6 +367,15 @@ def compose(
     )
 
 
+def provider_from_config(resolved: ResolvedConfig, *, manager: PluginManager | None = None) -> Any:
+    """The model provider a resolved configuration names, built by its plugin.
+
+    What ``avo doctor`` checks; :func:`compose` builds the same one.
+    """
+    env = resolved.environ
+    return _provider(resolved, manager or _manager(resolved, env), env)
+
+
 def runtime_from_config(
     path: str | Path | None = None,
     *,
@@ -388,6 +397,7 @@ __all__ = [
     "find_config",
     "load_config",
     "open_store",
+    "provider_from_config",
     "resolve_config",
     "runtime_from_config",
     "select_store_spec",

@@ -42,6 +42,11 @@ _EXPORTS: dict[str, str] = {
     "ScriptedHTTPServer": "providers",
     "ScriptedResponse": "providers",
     "unused_loopback_url": "providers",
+    # tools
+    "ToolContractError": "tools",
+    "check_metadata": "tools",
+    "check_tool_contract": "tools",
+    "check_tool_spec": "tools",
 }
 
 

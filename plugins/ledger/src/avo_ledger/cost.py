@@ -1,4 +1,12 @@
-"""Cost reports over a TokenLedger: per run and per model (§17.2), and ``avo cost``."""
+"""Cost reports over a TokenLedger: per run and per model, and ``avo cost``.
+
+A ledger row priced when it was recorded keeps that cost. A row recorded
+without one is priced when the report is made, from (in order) the ``[budget]``
+rates of the configuration, the ``AVO_USAGE_RATES_*`` variables, and the
+prices the installed provider plugins declare for its model. A total that
+includes rows nobody can price says so: it is partial, and the runs without a
+price are named.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +14,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from avo.config import database_location
 from avo.exceptions import StorageError
 from avo.models import TokenUsage
 from avo_sqlite import LedgerEntry, TokenLedger
@@ -26,6 +33,10 @@ def _add(a: Decimal | None, b: Decimal | None) -> Decimal | None:
     return a if b is None else a + b
 
 
+Pricer = Callable[[str | None, TokenUsage], Decimal | None]
+"""Prices a ledger row recorded without a cost: (model, usage) -> USD or None."""
+
+
 @dataclass
 class ModelCost:
     """Usage and cost of one model (across ``runs`` runs)."""
@@ -34,6 +45,7 @@ class ModelCost:
     runs: int
     usage: TokenUsage
     cost_usd: Decimal | None
+    unpriced: int = 0
 
 
 @dataclass
@@ -45,6 +57,7 @@ class RunCost:
     usage: TokenUsage
     cost_usd: Decimal | None
     by_model: list[ModelCost] = field(default_factory=list)
+    unpriced: int = 0
 
 
 @dataclass
@@ -58,11 +71,32 @@ class CostReport:
     runs: list[RunCost]
     models: list[ModelCost]
 
+    @property
+    def unpriced_runs(self) -> list[str]:
+        """Runs with at least one model call no price is known for."""
+        return [run.run_id for run in self.runs if run.unpriced]
+
+    @property
+    def partial(self) -> bool:
+        """True when the total leaves out calls that could not be priced."""
+        return bool(self.unpriced_runs) and self.cost_usd is not None
+
+    def _total_cost(self) -> str:
+        missing = len(self.unpriced_runs)
+        if self.cost_usd is None:
+            return "unknown (no price is known for any model call)" if self.runs else "-"
+        if missing:
+            return (
+                f"{_usd(self.cost_usd)} USD, partial: {missing} of {self.run_count} "
+                f"run{'s' if self.run_count != 1 else ''} include calls with no known price"
+            )
+        return f"{_usd(self.cost_usd)} USD"
+
     def to_text(self) -> str:
         """A human-readable report: totals, a per-run table and a per-model table."""
         lines = [
             f"Token ledger: {self.database}",
-            f"Runs: {self.run_count}   Tokens: {_tokens(self.total)}   Cost: {_usd(self.cost_usd)}",
+            f"Runs: {self.run_count}   Tokens: {_tokens(self.total)}   Cost: {self._total_cost()}",
         ]
         if not self.runs:
             lines.append("No ledger entries yet.")
@@ -74,15 +108,21 @@ class CostReport:
             models = ", ".join(m.model for m in run.by_model)
             lines.append(
                 f"{run.run_id:<36}  {run.entries:>5}  {run.usage.input_tokens:>9}  "
-                f"{run.usage.output_tokens:>9}  {_usd(run.cost_usd):>12}  {models}"
+                f"{run.usage.output_tokens:>9}  {_usd(run.cost_usd, run.unpriced):>12}  {models}"
             )
         lines += ["", "Per model:"]
         lines.append(f"{'MODEL':<36}  {'RUNS':>5}  {columns}")
         for model in self.models:
             lines.append(
                 f"{model.model:<36}  {model.runs:>5}  {model.usage.input_tokens:>9}  "
-                f"{model.usage.output_tokens:>9}  {_usd(model.cost_usd):>12}"
+                f"{model.usage.output_tokens:>9}  {_usd(model.cost_usd, model.unpriced):>12}"
             )
+        if self.unpriced_runs:
+            lines += [
+                "",
+                "No price is known for some calls (marked *): set [budget] "
+                "input_per_1k / output_per_1k, or AVO_USAGE_RATES_INPUT_PER_1K / _OUTPUT_PER_1K.",
+            ]
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> str:
@@ -94,8 +134,10 @@ def _tokens(usage: TokenUsage) -> str:
     return f"{usage.input_tokens} in / {usage.output_tokens} out"
 
 
-def _usd(value: Decimal | None) -> str:
-    return "unknown" if value is None else f"{value:.6f}"
+def _usd(value: Decimal | None, unpriced: int = 0) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.6f}*" if unpriced else f"{value:.6f}"
 
 
 def _usage_dict(usage: TokenUsage) -> dict[str, int]:
@@ -112,6 +154,7 @@ def _model_dict(model: ModelCost) -> dict[str, Any]:
         "runs": model.runs,
         "usage": _usage_dict(model.usage),
         "cost_usd": None if model.cost_usd is None else str(model.cost_usd),
+        "unpriced_calls": model.unpriced,
     }
 
 
@@ -122,12 +165,15 @@ def report_to_dict(report: CostReport) -> dict[str, Any]:
         "run_count": report.run_count,
         "total": _usage_dict(report.total),
         "cost_usd": None if report.cost_usd is None else str(report.cost_usd),
+        "cost_partial": report.partial,
+        "unpriced_runs": report.unpriced_runs,
         "runs": [
             {
                 "run_id": run.run_id,
                 "entries": run.entries,
                 "usage": _usage_dict(run.usage),
                 "cost_usd": None if run.cost_usd is None else str(run.cost_usd),
+                "unpriced_calls": run.unpriced,
                 "by_model": [_model_dict(m) for m in run.by_model],
             }
             for run in report.runs
@@ -136,8 +182,13 @@ def report_to_dict(report: CostReport) -> dict[str, Any]:
     }
 
 
-def build_report(database: str, entries: Sequence[LedgerEntry]) -> CostReport:
-    """Aggregate ledger ``entries`` into a report (pure; used by :func:`aggregate_costs`)."""
+def build_report(
+    database: str, entries: Sequence[LedgerEntry], *, price: Pricer | None = None
+) -> CostReport:
+    """Aggregate ledger ``entries`` into a report (pure; used by :func:`aggregate_costs`).
+
+    ``price`` prices rows recorded without a cost; rows it cannot price count as unpriced.
+    """
     runs: dict[str, RunCost] = {}
     run_models: dict[tuple[str, str], ModelCost] = {}
     models: dict[str, ModelCost] = {}
@@ -146,27 +197,34 @@ def build_report(database: str, entries: Sequence[LedgerEntry]) -> CostReport:
     cost: Decimal | None = None
     for entry in entries:
         name = entry.model or "unknown"
+        entry_cost = entry.cost_usd
+        if entry_cost is None and price is not None:
+            entry_cost = price(entry.model, entry.usage)
+        missing = int(entry_cost is None)
         total = total.plus(entry.usage)
-        cost = _add(cost, entry.cost_usd)
+        cost = _add(cost, entry_cost)
         run = runs.get(entry.run_id)
         if run is None:
             run = runs[entry.run_id] = RunCost(entry.run_id, 0, TokenUsage(), None)
         run.entries += 1
+        run.unpriced += missing
         run.usage = run.usage.plus(entry.usage)
-        run.cost_usd = _add(run.cost_usd, entry.cost_usd)
+        run.cost_usd = _add(run.cost_usd, entry_cost)
         per_run = run_models.get((entry.run_id, name))
         if per_run is None:
             per_run = run_models[(entry.run_id, name)] = ModelCost(name, 1, TokenUsage(), None)
             run.by_model.append(per_run)
         per_run.usage = per_run.usage.plus(entry.usage)
-        per_run.cost_usd = _add(per_run.cost_usd, entry.cost_usd)
+        per_run.unpriced += missing
+        per_run.cost_usd = _add(per_run.cost_usd, entry_cost)
         overall = models.get(name)
         if overall is None:
             overall = models[name] = ModelCost(name, 0, TokenUsage(), None)
         model_runs.setdefault(name, set()).add(entry.run_id)
         overall.runs = len(model_runs[name])
         overall.usage = overall.usage.plus(entry.usage)
-        overall.cost_usd = _add(overall.cost_usd, entry.cost_usd)
+        overall.unpriced += missing
+        overall.cost_usd = _add(overall.cost_usd, entry_cost)
     return CostReport(
         database=database,
         run_count=len(runs),
@@ -177,8 +235,8 @@ def build_report(database: str, entries: Sequence[LedgerEntry]) -> CostReport:
     )
 
 
-def aggregate_costs(database: Path | str) -> CostReport:
-    """Read every ledger entry in ``database`` and aggregate them."""
+def aggregate_costs(database: Path | str, *, price: Pricer | None = None) -> CostReport:
+    """Read every ledger entry in ``database`` and aggregate them (see :func:`build_report`)."""
     path = Path(database)
     if not path.exists():
         raise StorageError(
@@ -186,7 +244,37 @@ def aggregate_costs(database: Path | str) -> CostReport:
         )
     with TokenLedger(path) as ledger:
         entries = ledger.entries()
-    return build_report(str(path), entries)
+    return build_report(str(path), entries, price=price)
+
+
+def pricer(budget: Mapping[str, Any], environ: Mapping[str, str], manager: Any = None) -> Pricer:
+    """Price a row from ``[budget]`` rates, else ``AVO_USAGE_RATES_*``, else the plugins' prices."""
+    from avo.usage import estimate_cost, rates_from_env
+
+    configured = None
+    if budget.get("input_per_1k") is not None or budget.get("output_per_1k") is not None:
+        configured = (
+            Decimal(str(budget.get("input_per_1k") or 0)),
+            Decimal(str(budget.get("output_per_1k") or 0)),
+        )
+    rates = configured or rates_from_env(environ)
+    catalog: dict[str, Any] | None = None
+
+    def price(model: str | None, usage: TokenUsage) -> Decimal | None:
+        nonlocal catalog
+        if rates is not None:
+            return estimate_cost(usage, rates=rates)
+        if model is None:
+            return None
+        if catalog is None:
+            from avo.plugins.manager import PluginManager
+            from avo_ledger.recorder import pricing_from_plugins
+
+            catalog = pricing_from_plugins(manager or PluginManager(environ=environ))
+        found = catalog.get(model)
+        return estimate_cost(usage, rates=found) if found is not None else None
+
+    return price
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -194,19 +282,42 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-d",
         "--database",
-        type=Path,
         default=None,
         metavar="PATH",
-        help=f"the avo database holding the ledger (default: {DATABASE_ENV}, then avo.db)",
+        help="the avo database holding the ledger (default: the configured store: "
+        f"-d, {DATABASE_ENV}, avo.toml [store] location, avo.db)",
+    )
+    parser.add_argument(
+        "--config", "-c", default=None, metavar="FILE", help="avo.toml to read [store] and [budget]"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+def _ledger_file(location: str, source: str) -> Path:
+    """The SQLite file holding the ledger for the event store at ``location``."""
+    if location.startswith("sqlite:///"):
+        location = location.removeprefix("sqlite:///")
+    elif "://" in location:
+        raise StorageError(
+            f"the event store {location} (from {source}) is not a SQLite file; the token ledger "
+            "lives in one: pass -d LEDGER.db (the ledger hook's database setting)"
+        )
+    return Path(location).expanduser()
+
+
 def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
-    """Print the cost report for ``args.database``; 0 on success."""
+    """Print the cost report for the resolved store; 0 on success."""
+    from avo.compose import resolve_config
+
     environ: Mapping[str, str] = getattr(args, "avo_environ", None) or os.environ
-    database = args.database or database_location(environ)
-    report = aggregate_costs(Path(database).expanduser())
+    resolved = resolve_config(
+        getattr(args, "config", None),
+        environ=environ,
+        database=str(args.database) if args.database is not None else None,
+    )
+    database = _ledger_file(resolved.store_location, resolved.source("store.location"))
+    price = pricer(resolved.config.budget, resolved.environ, getattr(args, "avo_plugins", None))
+    report = aggregate_costs(database, price=price)
     out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())
     return 0
@@ -233,6 +344,7 @@ __all__ = [
     "RunCost",
     "aggregate_costs",
     "build_report",
+    "pricer",
     "configure",
     "main",
     "report_to_dict",

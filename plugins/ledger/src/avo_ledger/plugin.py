@@ -64,9 +64,15 @@ class _ProviderPricing(dict[str, tuple[Decimal, Decimal]]):
         from avo_ledger.recorder import pricing_from_plugins
 
         manager = PluginManager(environ=self._environ)
-        if provider in manager.names("provider"):
-            for model, rates in pricing_from_plugins(manager, providers=[provider]).items():
-                self.setdefault(model, rates)
+        # The event names the adapter (e.g. "openai-compatible"), not always the plugin
+        # ("openai"): then every provider plugin's prices are asked, by model name.
+        named = provider in manager.names("provider")
+        if not named and "*" in self._asked:
+            return
+        self._asked.add("*" if not named else provider)
+        chosen = [provider] if named else None
+        for model, rates in pricing_from_plugins(manager, providers=chosen).items():
+            self.setdefault(model, rates)
 
 
 def _sqlite_path(location: str | None) -> str | None:

@@ -60,8 +60,14 @@ def _required_key(name: str, settings: Mapping[str, Any], environ: Mapping[str, 
     if key:
         return key
     var = API_KEY_ENV[name][0]
-    when = settings.get("required_by") or f"AVO_PROVIDER={name}"
-    raise ConfigError(f"{var} is required when {when}", key=var)
+    chosen_by_env = (_env(environ, "AVO_PROVIDER") or "").lower() == name
+    if settings.get("required_by") or chosen_by_env:
+        when = settings.get("required_by") or f"AVO_PROVIDER={name}"
+        raise ConfigError(f"{var} is required when {when}", key=var)
+    raise ConfigError(
+        f"{var} is required for provider {name!r}: export it, or store it with `avo setup`",
+        key=var,
+    )
 
 
 def _model(name: str, settings: Mapping[str, Any], environ: Mapping[str, str], default: str) -> str:

@@ -1,7 +1,10 @@
-"""``avo doctor`` (§21.3): which provider, model, endpoint and style; is a key configured.
+"""``avo doctor``: which provider, model, endpoint and style; is a key configured.
 
-Never prints a key: only ``API key configured: yes/no``. A configuration that
-cannot build prints ``config error: <why>`` and exits 1.
+The provider comes from the same configuration every command uses (flags >
+environment > workspace avo.toml > user config, see ``avo config show``), not
+from ``AVO_PROVIDER`` alone. Never prints a key: only ``API key configured:
+yes/no``. A configuration that cannot build prints ``config error: <why>`` and
+exits 1.
 """
 
 from __future__ import annotations
@@ -33,16 +36,26 @@ def _describe(provider: Any) -> list[str]:
     return lines
 
 
-def _fallback_lines(name: str, environ: Mapping[str, str]) -> list[str]:
-    """What can be said from the environment alone when the provider cannot be built."""
+def _fallback_lines(
+    name: str, environ: Mapping[str, str], settings: Mapping[str, Any] | None = None
+) -> list[str]:
+    """What the configuration says when the provider cannot be built."""
+    given = dict(settings or {})
     prefix = env_prefix(name) if name else "AVO"
     catalog = PROVIDER_MODELS.get(name, ("(unknown)",))
-    model = environ.get(f"{prefix}_MODEL") or environ.get("AVO_MODEL") or catalog[0]
-    base_url = environ.get(f"{prefix}_BASE_URL") or "(default)"
+    model = (
+        given.get("model")
+        or environ.get(f"{prefix}_MODEL")
+        or environ.get("AVO_MODEL")
+        or catalog[0]
+    )
+    base_url = given.get("base_url") or environ.get(f"{prefix}_BASE_URL") or "(default)"
     style = API_STYLE.get(name, "(n/a)")
     if name == "minimax":
         style = environ.get("AVO_MINIMAX_API_STYLE", "anthropic")
-    has_key = any(environ.get(var) for var in API_KEY_ENV.get(name, ()))
+    has_key = bool(given.get("api_key")) or any(
+        environ.get(var) for var in API_KEY_ENV.get(name, ())
+    )
     return [
         f"model: {model}",
         f"base URL: {base_url}",
@@ -51,35 +64,71 @@ def _fallback_lines(name: str, environ: Mapping[str, str]) -> list[str]:
     ]
 
 
-def doctor_report(environ: Mapping[str, str] | None = None) -> tuple[list[str], bool]:
-    """The report lines and whether the configuration builds."""
-    from avo_providers.config import build_provider_from_env
+def doctor_report(
+    environ: Mapping[str, str] | None = None,
+    *,
+    config: str | None = None,
+    provider: str | None = None,
+    database: str | None = None,
+) -> tuple[list[str], bool]:
+    """The report lines and whether the configured provider builds.
+
+    ``config`` / ``provider`` are ``avo doctor``'s ``--config`` / ``--provider``.
+    """
+    from avo.compose import provider_from_config, resolve_config
 
     env: Mapping[str, str] = os.environ if environ is None else environ
-    name = (env.get("AVO_PROVIDER") or "").strip().lower()
-    lines = [f"provider: {name or '(unset)'}"]
     try:
-        provider = build_provider_from_env(env)
-    except (AvoError, ValueError) as exc:
-        lines.extend(_fallback_lines(name, env))
-        lines.append(f"config error: {exc}")
+        resolved = resolve_config(config, environ=env, provider=provider, database=database)
+    except AvoError as exc:
+        return ["provider: (unknown)", f"config error: {exc}"], False
+    name = resolved.config.provider.name if resolved.config.provider else ""
+    lines = [f"provider: {name or '(unset)'}"]
+    if not name:
+        lines.append(
+            "config error: no provider configured: run `avo setup`, set [provider] name in "
+            "avo.toml, pass --provider NAME or set AVO_PROVIDER"
+        )
         return lines, False
-    lines.extend(_describe(provider))
-    for route_name, route in getattr(provider, "routes", ()):
+    source = f"configured by: {resolved.source('provider.name')}"
+    try:
+        built = provider_from_config(resolved)
+    except (AvoError, ValueError) as exc:
+        settings = resolved.config.provider.settings if resolved.config.provider else {}
+        lines.extend(_fallback_lines(name, resolved.environ, settings))
+        lines.append(f"config error: {exc}")
+        return [*lines, source], False
+    lines.extend(_describe(built))
+    for route_name, route in getattr(built, "routes", ()):
         details = ", ".join(line.replace(": ", "=", 1) for line in _describe(route))
         lines.append(f"route {route_name}: {details}")
-    return lines, True
+    return [*lines, source], True
 
 
 def configure(parser: Any) -> None:
-    """``avo doctor`` takes no arguments."""
+    """``avo doctor [--config FILE] [--provider NAME] [--json]``."""
     parser.description = "Show the configured model provider and whether it is usable."
+    parser.add_argument("--config", "-c", default=None, metavar="FILE", help="avo.toml to use")
+    parser.add_argument("--provider", default=None, metavar="NAME", help="check this provider")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def run(args: Any, *, environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
     """Print the report; exit 0 when the provider builds, 1 on a config error."""
-    lines, ok = doctor_report(environ)
+    env = environ if environ is not None else getattr(args, "avo_environ", None)
+    lines, ok = doctor_report(
+        env,
+        config=getattr(args, "config", None),
+        provider=getattr(args, "provider", None),
+        database=getattr(args, "database", None),
+    )
     stream = out if out is not None else sys.stdout
+    if getattr(args, "json", False):
+        import json
+
+        report = dict(line.split(": ", 1) for line in lines if ": " in line)
+        print(json.dumps({"ok": ok, **report}, indent=2), file=stream)
+        return 0 if ok else 1
     for line in lines:
         print(line, file=stream)
     return 0 if ok else 1

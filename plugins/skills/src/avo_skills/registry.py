@@ -112,6 +112,11 @@ class SkillRegistry:
     def install(self, source: Path, *, name: str | None = None, force: bool = False) -> Skill:
         """Copy a skill (a ``.md`` file or a directory holding SKILL.md) into the root."""
         source = Path(source)
+        if not source.exists():
+            raise SkillError(
+                f"cannot install {source}: no such file or directory; give a skill's .md file "
+                f"or a directory with {SKILL_FILE}"
+            )
         if source.is_dir():
             skill_file = source / SKILL_FILE
             default_name = source.name
