@@ -1,7 +1,8 @@
 """Concurrency benchmark: many runs sharing one store in one process.
 
 The fake-model tool loop (50 tool steps a run, then an answer) on the
-in-memory, SQLite and PostgreSQL stores, with 1, 10, 100 and 1,000 runs
+in-memory, SQLite (``synchronous`` NORMAL, the default, and FULL: an fsync per
+commit) and PostgreSQL stores, with 1, 10, 100 and 1,000 runs
 started together (``asyncio.gather``) on one store instance. For each level it
 prints:
 
@@ -27,7 +28,7 @@ runs reach at least 3x the 1-run throughput with p99 step latency under
 PostgreSQL needs the test server (``scripts/ensure-services.sh``) or
 AVO_TEST_POSTGRES_DSN; without one its rows are skipped, saying so.
 
-Run: python benchmarks/concurrency.py [--quick] [--stores memory,sqlite,postgres]
+Run: python benchmarks/concurrency.py [--quick] [--stores memory,sqlite,sqlite-full,postgres]
      [--levels 1,10,100,1000] [--rounds 3]
 """
 
@@ -134,9 +135,9 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _measure(open_store: Callable[[], Awaitable[Any]], runs: int) -> dict[str, float]:
+async def _measure(open_store: Callable[[int], Awaitable[Any]], runs: int) -> dict[str, float]:
     waves = max(1, math.ceil(MIN_STEPS / (runs * (STEPS + 1))))
-    store = await open_store()
+    store = await open_store(runs)
     recorder = Recorder(store)
     wall, extra_mb = 0.0, 0.0
     CPU[0] = 0.0
@@ -169,32 +170,40 @@ def _dsn() -> str | None:
 
 async def _openers(
     names: list[str], directory: Path, levels: list[int]
-) -> dict[str, Callable[[], Awaitable[Any]] | str]:
-    """How to open a fresh store of each kind (or why it is skipped)."""
-    openers: dict[str, Callable[[], Awaitable[Any]] | str] = {}
+) -> dict[str, Callable[[int], Awaitable[Any]] | str]:
+    """How to open a fresh store of each kind for N runs (or why it is skipped)."""
+    openers: dict[str, Callable[[int], Awaitable[Any]] | str] = {}
     counter = iter(range(1_000_000))
     for name in names:
         if name == "memory":
 
-            async def memory() -> Any:
+            async def memory(runs: int) -> Any:
                 return InMemoryEventStore()
 
             openers[name] = memory
         elif name == "sqlite":
             from avo_sqlite import SQLiteEventStore
 
-            async def sqlite() -> Any:
+            async def sqlite(runs: int) -> Any:
                 return SQLiteEventStore(directory / f"concurrency-{next(counter)}.db")
 
             openers[name] = sqlite
+        elif name == "sqlite-full":
+            from avo_sqlite import SQLiteEventStore
+
+            async def sqlite_full(runs: int) -> Any:
+                path = directory / f"concurrency-{next(counter)}.db"
+                return SQLiteEventStore(path, synchronous="FULL")
+
+            openers[name] = sqlite_full
         elif name == "postgres":
-            openers[name] = await _postgres_opener(max(levels))
+            openers[name] = await _postgres_opener()
         else:
-            raise SystemExit(f"unknown store {name!r}; use memory, sqlite or postgres")
+            raise SystemExit(f"unknown store {name!r}; use memory, sqlite, sqlite-full or postgres")
     return openers
 
 
-async def _postgres_opener(most: int) -> Callable[[], Awaitable[Any]] | str:
+async def _postgres_opener() -> Callable[[int], Awaitable[Any]] | str:
     dsn = _dsn()
     if dsn is None:
         return "no server (run scripts/ensure-services.sh or set AVO_TEST_POSTGRES_DSN)"
@@ -210,9 +219,9 @@ async def _postgres_opener(most: int) -> Callable[[], Awaitable[Any]] | str:
         return f"cannot reach {dsn}: {exc}"
     await conn.close()
 
-    async def postgres() -> Any:
+    async def postgres(runs: int) -> Any:
         schema = f"bench_{uuid.uuid4().hex[:12]}"
-        store = PostgresEventStore(dsn, schema=schema)
+        store = PostgresEventStore(dsn, schema=schema, concurrency=runs)
         await store.connect()
         return _DropsSchema(store, dsn, schema)
 
@@ -282,7 +291,7 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="levels 1, 10, 100; 2 rounds")
-    parser.add_argument("--stores", default="memory,sqlite,postgres")
+    parser.add_argument("--stores", default="memory,sqlite,sqlite-full,postgres")
     parser.add_argument("--levels", default="1,10,100,1000")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

@@ -351,12 +351,24 @@ def test_importing_the_plugin_does_not_import_asyncpg() -> None:
         ({"pool_size": 3}, "unknown postgres store setting(s) pool_size"),
         ({"connect_timeout": 0}, "connect_timeout=0 must be a positive number"),
         ({"pool_max_size": "many"}, "pool_max_size='many' must be an integer"),
+        ({"concurrency": 0}, "concurrency=0 must be an integer >= 1"),
     ],
 )
 def test_bad_settings_name_the_key(settings: dict[str, Any], fragment: str) -> None:
     with pytest.raises(ConfigError) as caught:
         store_from_settings("postgresql://u@h/db", settings)
     assert fragment in str(caught.value)
+
+
+def test_the_pool_is_sized_from_the_expected_concurrency() -> None:
+    from avo_postgres.store import pool_size_for
+
+    assert [pool_size_for(n) for n in (None, 1, 5, 6, 15, 100, 1000)] == [5, 5, 5, 6, 6, 15, 20]
+    store = store_from_settings("postgresql://u@h/db", {"concurrency": 100})
+    assert store._pool_max_size == 15
+    assert store._group.parallel == 7
+    pinned = store_from_settings("postgresql://u@h/db", {"concurrency": 100, "pool_max_size": 3})
+    assert pinned._pool_max_size == 3
 
 
 async def test_store_opens_by_url_through_the_registry(pg_schema: tuple[str, str]) -> None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from avo_postgres.store import PostgresEventStore
 
 _NUMBER_SETTINGS = ("connect_timeout", "command_timeout")
-_SIZE_SETTINGS = ("pool_min_size", "pool_max_size")
+_SIZE_SETTINGS = ("pool_min_size", "pool_max_size", "concurrency")
 _TEXT_SETTINGS = ("schema", "application_name")
 _KNOWN = frozenset({*_NUMBER_SETTINGS, *_SIZE_SETTINGS, *_TEXT_SETTINGS})
 

@@ -74,7 +74,9 @@ class PostgresEventStore(WriteOps, StoreReads):
     missing) so several stores can share one database; ``application_name``
     labels its connections in ``pg_stat_activity``. ``connection_init`` is
     awaited with every new pooled asyncpg connection (to register a codec or a
-    query logger, say).
+    query logger, say). ``concurrency`` is how many runs this store is expected
+    to drive at once; without an explicit ``pool_max_size`` it sizes the pool
+    (:func:`pool_size_for`).
     """
 
     def __init__(
@@ -84,7 +86,8 @@ class PostgresEventStore(WriteOps, StoreReads):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         command_timeout: float | None = 60.0,
         pool_min_size: int = 1,
-        pool_max_size: int = 5,
+        pool_max_size: int | None = None,
+        concurrency: int | None = None,
         schema: str | None = None,
         application_name: str = "avo",
         connection_init: Callable[[Any], Awaitable[None]] | None = None,
@@ -101,7 +104,9 @@ class PostgresEventStore(WriteOps, StoreReads):
         self._address = parse_dsn(dsn)
         self._connect_timeout = connect_timeout
         self._command_timeout = command_timeout
-        self._pool_min_size = pool_min_size
+        if pool_max_size is None:
+            pool_max_size = pool_size_for(concurrency)
+        self._pool_min_size = min(pool_min_size, pool_max_size)
         self._pool_max_size = pool_max_size
         self._pool: Any = None
         self._opening = asyncio.Lock()
@@ -398,6 +403,24 @@ class PostgresEventStore(WriteOps, StoreReads):
     def fenced(self, lease: Lease) -> FencedPostgresStore:
         """An EventStore view whose writes to ``lease.run_id`` carry the lease's token."""
         return FencedPostgresStore(self, lease)
+
+
+DEFAULT_POOL_SIZE = 5
+MAX_POOL_SIZE = 20
+
+
+def pool_size_for(concurrency: int | None) -> int:
+    """Connections for a store driving ``concurrency`` runs at once (None: a few).
+
+    Batches of concurrent runs share group statements, so the pool grows much
+    slower than the runs: one more connection per ten runs past the default's
+    five (for creates, finals and reads, which are not grouped), at most
+    :data:`MAX_POOL_SIZE` so that several processes fit the server's
+    ``max_connections``.
+    """
+    if concurrency is None or concurrency <= DEFAULT_POOL_SIZE:
+        return DEFAULT_POOL_SIZE
+    return min(MAX_POOL_SIZE, DEFAULT_POOL_SIZE + -(-(concurrency - DEFAULT_POOL_SIZE) // 10))
 
 
 def _same_run(run: RunRecord, event: AgentEvent) -> None:
