@@ -33,6 +33,7 @@ TOOLS = [
     "roots",
     "change",
     "kill_self",
+    "elicit",
 ]
 extra_tools: list[str] = []
 
@@ -140,6 +141,13 @@ def call(name: str, arguments: dict, meta: dict) -> dict:
         extra_tools.append("added_later")
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         return text("changed")
+    if name == "elicit":
+        schema = {"type": "object", "properties": {"city": {"type": "string", "default": "Paris"}}}
+        return text(
+            json.dumps(
+                ask("elicitation/create", {"message": "Which city?", "requestedSchema": schema})
+            )
+        )
     if name == "kill_self":
         os.kill(os.getpid(), signal.SIGKILL)
     return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}

@@ -168,6 +168,27 @@ async def test_sampling_refused_without_approval_and_undeclared_features() -> No
         assert json.loads(client.server.instructions or "null") == {}
 
 
+async def test_elicitation_only_with_a_handler() -> None:
+    from avo_mcp.features import ElicitationRequest
+
+    asked: list[ElicitationRequest] = []
+
+    async def answer(request: ElicitationRequest) -> dict:
+        asked.append(request)
+        return {"action": "accept", "content": request.defaults()}
+
+    server = _server(features=ClientFeatures(elicitation=answer))
+    async with MCPClient(server) as client:
+        assert json.loads(server.instructions or "{}") == {"elicitation": {"form": {}}}
+        (elicit,) = [tool for tool in client.tools() if tool.metadata.name == "elicit"]
+        reply = json.loads(await elicit.invoke({}))
+        assert reply["result"] == {"action": "accept", "content": {"city": "Paris"}}
+        assert asked[0].message == "Which city?"
+    async with MCPClient(_server()) as client:  # the default: not offered
+        (elicit,) = [tool for tool in client.tools() if tool.metadata.name == "elicit"]
+        assert json.loads(await elicit.invoke({}))["error"]["code"] == -32601
+
+
 async def test_list_changed_refreshes_an_attached_registry() -> None:
     async with MCPClient(_server()) as client:
         runtime = AgentRuntime(provider=FakeProvider([]), tools=[])

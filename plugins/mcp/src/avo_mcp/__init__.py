@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from avo.exceptions import MCPError
     from avo_mcp.client import MCPServer
     from avo_mcp.config import McpCliError, load_servers, resolve_env, servers_from_config
+    from avo_mcp.features import ClientFeatures, ProgressUpdate, ProviderSampler
     from avo_mcp.http_client import MCPHttpServer
+    from avo_mcp.oauth import MCPAuthError, OAuthClient, OAuthConfig, TokenStore
     from avo_mcp.registry import build_default_registry
     from avo_mcp.server import AvoMcpServer, serve_stdio, serve_stdio_async
     from avo_mcp.toolbox import MCPToolbox
@@ -24,6 +26,13 @@ __version__ = "1.0.0"
 
 _LAZY: dict[str, str] = {
     "AvoMcpServer": "avo_mcp.server",
+    "ClientFeatures": "avo_mcp.features",
+    "MCPAuthError": "avo_mcp.oauth",
+    "OAuthClient": "avo_mcp.oauth",
+    "OAuthConfig": "avo_mcp.oauth",
+    "ProgressUpdate": "avo_mcp.features",
+    "ProviderSampler": "avo_mcp.features",
+    "TokenStore": "avo_mcp.oauth",
     "MCPClient": "avo_mcp.tools",
     "MCPError": "avo.exceptions",
     "MCPHttpServer": "avo_mcp.http_client",
@@ -47,6 +56,8 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "AvoMcpServer",
+    "ClientFeatures",
+    "MCPAuthError",
     "MCPClient",
     "MCPError",
     "MCPHttpServer",
@@ -54,6 +65,11 @@ __all__ = [
     "MCPTool",
     "MCPToolbox",
     "McpCliError",
+    "OAuthClient",
+    "OAuthConfig",
+    "ProgressUpdate",
+    "ProviderSampler",
+    "TokenStore",
     "build_default_registry",
     "load_servers",
     "mcp_tool",

@@ -13,8 +13,10 @@ declared in the ``initialize`` capabilities only when it is configured:
   running tool call (avo sends a ``progressToken`` with every ``tools/call``
   when it is set).
 
-Elicitation (``elicitation/create``) is not declared: a server that sends it
-anyway gets "method not found", which MCP servers treat as "not supported".
+- ``elicitation``: a handler for ``elicitation/create`` (a server asking the
+  user for input). No front end answers one yet (that needs the run's durable
+  pause), so none is configured by default: undeclared, a server that asks
+  anyway gets "method not found", which MCP servers treat as "not supported".
 """
 
 from __future__ import annotations
@@ -62,8 +64,32 @@ class SamplingRequest:
     params: JsonDict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ElicitationRequest:
+    """A server's ``elicitation/create``: a message and the schema of what it wants."""
+
+    server: str
+    message: str
+    requested_schema: JsonDict
+    params: JsonDict = field(default_factory=dict)
+
+    def defaults(self) -> JsonDict:
+        """The schema's default values (what a form would start from)."""
+        properties = self.requested_schema.get("properties")
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            key: spec["default"]
+            for key, spec in properties.items()
+            if isinstance(spec, dict) and "default" in spec
+        }
+
+
 ProgressCallback = Callable[[ProgressUpdate], None]
 SamplingHandler = Callable[[SamplingRequest], Awaitable[JsonDict]]
+ElicitationHandler = Callable[[ElicitationRequest], Awaitable[JsonDict]]
+"""Returns an ``ElicitResult``: ``{"action": "accept", "content": {...}}``, or
+``{"action": "decline"}`` / ``{"action": "cancel"}``."""
 ApprovalCallback = Callable[[ToolCall], bool | Awaitable[bool]]
 
 
@@ -74,6 +100,7 @@ class ClientFeatures:
     roots: Sequence[str | Path] | None = None
     sampling: SamplingHandler | None = None
     on_progress: ProgressCallback | None = None
+    elicitation: ElicitationHandler | None = None
 
     def capabilities(self) -> JsonDict:
         """The ``capabilities`` object of ``initialize``: only what is configured."""
@@ -82,6 +109,8 @@ class ClientFeatures:
             capabilities["roots"] = {"listChanged": False}
         if self.sampling is not None:
             capabilities["sampling"] = {}
+        if self.elicitation is not None:
+            capabilities["elicitation"] = {"form": {}}
         return capabilities
 
     def root_list(self) -> list[JsonDict]:
@@ -174,6 +203,27 @@ def sampling_request(server: str, params: Mapping[str, Any]) -> SamplingRequest:
     )
 
 
+def elicitation_request(server: str, params: Mapping[str, Any]) -> ElicitationRequest:
+    """Read ``elicitation/create`` params; MCPError when they are malformed."""
+    message = params.get("message")
+    schema = params.get("requestedSchema")
+    if not isinstance(message, str) or not isinstance(schema, dict):
+        raise MCPError("elicitation/create needs a message and a requestedSchema object")
+    return ElicitationRequest(server, message, dict(schema), dict(params))
+
+
+def print_progress(stream: Any = None) -> ProgressCallback:
+    """A progress sink for a terminal front end: one ``mcp: server/tool: 2/3 ...`` line each."""
+    import sys
+
+    out = stream or sys.stderr
+
+    def show(update: ProgressUpdate) -> None:
+        print(f"mcp: {update.describe()}", file=out, flush=True)
+
+    return show
+
+
 def log_progress(update: ProgressUpdate) -> None:
     """A progress sink that logs each update (``avo_mcp`` logger, INFO)."""
     logger.info("MCP progress %s", update.describe())
@@ -182,11 +232,15 @@ def log_progress(update: ProgressUpdate) -> None:
 __all__ = [
     "ApprovalCallback",
     "ClientFeatures",
+    "ElicitationHandler",
+    "ElicitationRequest",
     "ProgressCallback",
     "ProgressUpdate",
     "ProviderSampler",
     "SamplingHandler",
     "SamplingRequest",
+    "elicitation_request",
     "log_progress",
+    "print_progress",
     "sampling_request",
 ]

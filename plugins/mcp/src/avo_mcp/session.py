@@ -17,7 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from avo.exceptions import MCPError
-from avo_mcp.features import ClientFeatures, ProgressCallback, ProgressUpdate, sampling_request
+from avo_mcp.features import (
+    ClientFeatures,
+    ProgressCallback,
+    ProgressUpdate,
+    elicitation_request,
+    sampling_request,
+)
 from avo_mcp.framing import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     INTERNAL_ERROR,
@@ -316,6 +322,9 @@ class MCPSession(abc.ABC):
             if method == "sampling/createMessage" and self.features.sampling is not None:
                 request = sampling_request(self.name, params)
                 return result_response(request_id, await self.features.sampling(request))
+            if method == "elicitation/create" and self.features.elicitation is not None:
+                asked = elicitation_request(self.name, params)
+                return result_response(request_id, await self.features.elicitation(asked))
         except Exception as exc:
             return error_response(request_id, INTERNAL_ERROR, str(exc))
         return error_response(
