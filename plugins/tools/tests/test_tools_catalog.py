@@ -310,3 +310,19 @@ def test_cap_helpers() -> None:
     assert "avo cut 70 of 100 characters" in capped
     listed = cap_output(list(range(10)), max_items=3)
     assert listed[:3] == [0, 1, 2] and "cut 7 of 10 items" in listed[3]
+
+
+async def test_reading_bytes_that_are_not_text_says_so(project: Path) -> None:
+
+    (project / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    with bind_workspace(project), pytest.raises(ToolExecutionError) as raised:
+        await read_file_tool().invoke({"path": "logo.png"})
+    message = str(raised.value)
+    assert "raised NotTextError" in message and "EditFileError" not in message
+    assert "logo.png is not utf-8 text (it looks like a binary file)" in message
+    (project / "latin.txt").write_bytes("café".encode("latin-1"))
+    with bind_workspace(project):
+        with pytest.raises(ToolExecutionError, match="pass encoding"):
+            await read_file_tool().invoke({"path": "latin.txt"})
+        read = await read_file_tool().invoke({"path": "latin.txt", "encoding": "latin-1"})
+    assert read["content"] == "café"
