@@ -5,7 +5,12 @@ inline configs, YAML suites, concurrency and kept workspaces: the real CLI and r
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +271,37 @@ settings = { script = [
         done.stdout
     )
     assert "out.txt does not exist in the workspace (the workspace is empty)" in done.stdout
+
+
+def test_ctrl_c_stops_the_eval_and_its_workers(
+    avo: Any, kit_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "suite.toml").write_text(
+        "trials = 4\nconcurrency = 2\n"
+        + _script_case("hangs", "sleepy", '{answer_contains = "finished"}')
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "avo.cli", "eval", "suite.toml"],
+        cwd=tmp_path,
+        env={**avo.env, **kit_env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, like a job on a terminal
+    )
+    runs = tmp_path / "avo.db"
+    deadline = time.monotonic() + 60
+    while not runs.exists() and time.monotonic() < deadline:  # trials have started
+        time.sleep(0.2)
+    time.sleep(2)
+    children = subprocess.run(
+        ["pgrep", "-P", str(process.pid)], capture_output=True, text=True
+    ).stdout.split()
+    assert len(children) == 2  # the two workers, each in its own session
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends the foreground group
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out + err
+    assert "avo: interrupted" in err.decode()
+    assert not (tmp_path / "eval-results.json").exists()
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []  # none outlives it

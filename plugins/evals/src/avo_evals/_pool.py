@@ -48,6 +48,9 @@ class WorkerPool:
             "-m",
             "avo_evals._trial",
             env=self.environ,
+            # its own session: a Ctrl-C on the terminal reaches this process only,
+            # which then stops the workers (a trial must not half-handle it)
+            start_new_session=True,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -81,6 +84,11 @@ class WorkerPool:
             return f"the trial process exited with code {gone}"
         finally:
             self._idle.put_nowait(worker if worker is not None and worker.alive else None)
+
+    async def kill(self) -> None:
+        """Stop every worker now (an interrupted eval): their runs stay as a crash leaves them."""
+        for worker in self._workers:
+            await worker.kill()
 
     async def close(self) -> None:
         """Stop every worker (end of input, then kill any that lingers)."""

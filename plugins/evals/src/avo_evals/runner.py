@@ -376,8 +376,10 @@ async def run_suite(
 
         try:
             finished = await asyncio.gather(*(one(job) for job in jobs))
-        finally:
-            await pool.close()
+        except BaseException:  # interrupted (Ctrl-C cancels us) or failed: stop the trials
+            await asyncio.shield(pool.kill())
+            raise
+        await pool.close()
         for job, trial in sorted(finished, key=lambda item: (item[0].case.name, item[0].trial)):
             results[job.case.name].trials.append(trial)
     finally:
