@@ -46,7 +46,8 @@ def configure_skill(parser: argparse.ArgumentParser) -> None:
     install.add_argument("source", type=Path)
     install.add_argument("--name", default=None)
     install.add_argument("--force", action="store_true")
-    sub.add_parser("list", help="list installed skills")
+    listing = sub.add_parser("list", help="list installed skills")
+    listing.add_argument("--json", action="store_true", help="print JSON")
     show = sub.add_parser("show", help="print a skill")
     show.add_argument("name")
     remove = sub.add_parser("remove", help="remove a skill")
@@ -68,6 +69,14 @@ def run_skill(
         if args.skill_command == "install":
             skill = registry.install(args.source, name=args.name, force=args.force)
             print(f"installed skill {skill.name} -> {skill.path}", file=out)
+        elif args.skill_command == "list" and getattr(args, "json", False):
+            import json
+
+            rows = [
+                {"name": s.name, "description": s.description, "path": str(s.path)}
+                for s in registry
+            ]
+            print(json.dumps(rows, indent=2), file=out)
         elif args.skill_command == "list":
             names = registry.names()
             if not names:
