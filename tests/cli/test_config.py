@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import stat
+import subprocess
+import time
 
+import pytest
 from cli_kit import CLI, FAKE_ANSWER, write
+
+from avo.models import TokenUsage
+from avo.testing.providers import ScriptedHTTPServer
 
 RUNS_DB = (
     FAKE_ANSWER
@@ -150,3 +158,54 @@ def test_shell_completion(cli: CLI) -> None:
     assert ids.out.split() == [run_id]
     flags = cli("run", "--pro", _AVO_COMPLETE="1", _AVO_CWORD="2")
     assert flags.out.split() == ["--provider"]
+
+
+def test_first_use_on_a_terminal_offers_setup_then_runs(cli: CLI) -> None:
+    """No provider anywhere, on a real pseudo-terminal: avo run asks, writes, then runs."""
+    providers = pytest.importorskip("avo_providers.wire_fakes")
+    wire = providers.OpenAIWire()
+    with ScriptedHTTPServer([wire.text_stream("set up and running", TokenUsage())]) as server:
+        leader, follower = pty.openpty()
+        env = cli.env(AVO_OPENAI_BASE_URL=server.url + "/v1", TERM="dumb")
+        process = subprocess.Popen(
+            cli.argv("run", "hello"),
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            cwd=cli.cwd,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(follower)
+        seen = b""
+
+        def expect(text: str, timeout: float = 30) -> None:
+            nonlocal seen
+            deadline = time.monotonic() + timeout
+            while text.encode() not in seen:
+                assert time.monotonic() < deadline, f"never saw {text!r} in {seen!r}"
+                if select.select([leader], [], [], 0.2)[0]:
+                    try:
+                        seen += os.read(leader, 4096)
+                    except OSError:
+                        break
+
+        expect("No model provider is configured. Set one up now? [Y/n] ")
+        os.write(leader, b"y\n")
+        expect("Provider (")
+        os.write(leader, b"openai\n")
+        expect("Model [gpt-4o]: ")
+        os.write(leader, b"gpt-4o-mini\n")
+        expect("API key (AVO_OPENAI_API_KEY; Enter to skip): ")
+        os.write(leader, b"sk-from-the-terminal-0123\n")
+        expect("Default permission mode (")
+        os.write(leader, b"\n")
+        expect("set up and running")
+        assert process.wait(timeout=60) == 0
+        os.close(leader)
+    assert b"sk-from-the-terminal" not in seen  # the key was not echoed
+    shown = json.loads(cli("config", "show", "--json").out)
+    assert shown["values"]["provider.name"] == "openai"
+    assert shown["stored_keys"] == ["AVO_OPENAI_API_KEY"]
+    sent = server.requests[0]
+    assert sent.header("authorization") == "Bearer sk-from-the-terminal-0123"
