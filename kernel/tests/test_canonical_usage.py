@@ -1,4 +1,4 @@
-"""§2: the canonical minimal usage, verbatim."""
+"""The canonical minimal usage, verbatim."""
 
 from avo import (
     AgentRuntime,

@@ -1,4 +1,4 @@
-"""§6: the six append-time invariants, enforced by the in-memory store and the kernel."""
+"""The six append-time invariants, enforced by the in-memory store and the kernel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory seam (§21.1): MemoryProvider, LetheMemoryAdapter, the recall message."""
+"""Memory seam: MemoryProvider, LetheMemoryAdapter, the recall message."""
 
 from __future__ import annotations
 

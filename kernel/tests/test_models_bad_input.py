@@ -1,4 +1,4 @@
-"""Bad input is refused with the reference's messages (§4, §3.3)."""
+"""Bad input is refused with the reference's messages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prompt-cache helpers (§7.7) and the optional native loader (§15)."""
+"""Prompt-cache helpers and the optional native loader."""
 
 from __future__ import annotations
 

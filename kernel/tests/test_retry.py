@@ -1,4 +1,4 @@
-"""Retry policy and call_with_retry (§16.1)."""
+"""Retry policy and call_with_retry."""
 
 from __future__ import annotations
 

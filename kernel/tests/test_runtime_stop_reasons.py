@@ -1,4 +1,4 @@
-"""Every StopReason reached through a real AgentRuntime run (§5, §8)."""
+"""Every StopReason reached through a real AgentRuntime run."""
 
 from __future__ import annotations
 

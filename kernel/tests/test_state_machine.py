@@ -1,4 +1,4 @@
-"""§5: the transition table and terminal-outcome agreement."""
+"""The transition table and terminal-outcome agreement."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming primitives (§7.2): thinking split, lossless assembly, round trips."""
+"""Streaming primitives: thinking split, lossless assembly, round trips."""
 
 from __future__ import annotations
 

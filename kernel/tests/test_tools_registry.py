@@ -1,4 +1,4 @@
-"""§3.1-§3.2 and §9: FunctionTool, ToolRegistry, schema helpers, fingerprints."""
+"""FunctionTool, ToolRegistry, schema helpers, fingerprints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TraceInspector / RunTrace (§20.4): traces built only from a run's events."""
+"""TraceInspector / RunTrace: traces built only from a run's events."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """avo: an event-sourced agent runtime built as a plugin-based microkernel.
 
 Public names are imported on first use so that ``import avo`` (and
-``avo --version``) stay fast; ``__all__`` is the stable API (§2).
+``avo --version``) stay fast; ``__all__`` is the stable API.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lazy loader for the optional ``avo_native`` Rust extension (§15).
+"""Lazy loader for the optional ``avo_native`` Rust extension.
 
 Importing this module is always safe: the extension is tried once, and an
 ``ImportError`` is captured (see :func:`import_error`), never raised. The

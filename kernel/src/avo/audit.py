@@ -1,4 +1,4 @@
-"""An append-only JSONL audit trail with secrets redacted (§18.7).
+"""An append-only JSONL audit trail with secrets redacted.
 
 Each line is one :class:`AuditEvent`: when, who, what, on which run, with a
 payload passed through :func:`redact` first, so an API key or bearer token

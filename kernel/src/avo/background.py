@@ -1,4 +1,4 @@
-"""Background jobs: run coroutines beside the REPL and track them (§18.7).
+"""Background jobs: run coroutines beside the REPL and track them.
 
 ``BackgroundJobManager.submit(coro, name=...)`` starts an asyncio task and
 returns a :class:`Job` record that follows it (``running`` → ``succeeded`` /

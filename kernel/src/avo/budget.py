@@ -1,4 +1,4 @@
-"""Dollar budgets for a run: a warning line and a hard limit (§16.4).
+"""Dollar budgets for a run: a warning line and a hard limit.
 
 Give a runtime ``AgentRuntime(budget=BudgetChecker(BudgetConfig(...), rates=...))``
 and it calls :meth:`BudgetChecker.check` with the run's total usage after every

@@ -1,4 +1,4 @@
-"""Circuit breaker for provider calls (§16.3)."""
+"""Circuit breaker for provider calls."""
 
 from __future__ import annotations
 

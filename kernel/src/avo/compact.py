@@ -1,4 +1,4 @@
-"""Shrink a long conversation by replacing its middle with a summary (§17.3).
+"""Shrink a long conversation by replacing its middle with a summary.
 
 Compaction keeps the leading system messages, the first user message (the
 task, when ``keep_first_user``) and the last ``keep_last`` messages, and puts

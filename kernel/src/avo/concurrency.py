@@ -1,4 +1,4 @@
-"""Cap how many runs (or calls) proceed at once (§16.4).
+"""Cap how many runs (or calls) proceed at once.
 
 ``ConcurrencyLimiter(limit)`` is an async semaphore with a policy for the full
 case: by default a caller over the limit fails fast with

@@ -1,4 +1,4 @@
-"""Generic configuration from the environment (§12.1).
+"""Generic configuration from the environment.
 
 Provider construction from ``AVO_PROVIDER``/``AVO_MODEL`` lives in the
 providers plugin (it knows the vendors); the kernel keeps what every

@@ -1,4 +1,4 @@
-"""Warn before a conversation outgrows the model's context window (§17.4).
+"""Warn before a conversation outgrows the model's context window.
 
 Limits come from ``AVO_CONTEXT_WINDOW_LIMIT`` (floor 1,000) when set, else a
 small pattern table, else 8,192. Token counts are the cheap ``len(text) // 4``

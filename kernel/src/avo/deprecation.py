@@ -1,4 +1,4 @@
-"""Mark public symbols deprecated, and list every symbol so marked (§18.7).
+"""Mark public symbols deprecated, and list every symbol so marked.
 
 ::
 

@@ -1,6 +1,6 @@
 """AgentEvent, EventType, append-time invariants.
 
-The six §6 invariants are checked by :func:`validate_event_append` against a
+The six event invariants are checked by :func:`validate_event_append` against a
 small incremental summary of a run's log (:class:`RunLogState`), so checking an
 append costs O(1) however long the run is. Stores keep one ``RunLogState`` per
 run (or rebuild it with :meth:`RunLogState.from_events`) and call
@@ -29,7 +29,7 @@ from avo.state import (
 
 
 class EventType(StrEnum):
-    """Every kind of event a run's log can hold (the 21 listed in §6, then avo's additions)."""
+    """Every kind of event a run's log can hold (the 21 core kinds, then avo's additions)."""
 
     RUN_CREATED = "run_created"
     STATE_CHANGED = "state_changed"
@@ -52,7 +52,7 @@ class EventType(StrEnum):
     RUN_FAILED = "run_failed"
     RUN_STOPPED = "run_stopped"
     RUN_CANCELLED = "run_cancelled"
-    # Not in §6: a hook or run observer raised (payload: hook, source, event, error_type,
+    # Added by avo: a hook or run observer raised (payload: hook, source, event, error_type,
     # error, outcome); see avo.hooks and docs/hooks.md.
     HOOK_FAILED = "hook_failed"
     # More additions beyond the reference's 21 (see docs/reference-map.md):
@@ -247,7 +247,7 @@ _NO_PAYLOAD_RULE: frozenset[EventType] = frozenset(EventType) - {
     EventType.TOOL_FAILED,
     *TERMINAL_EVENT_TYPES,
 }
-"""Kinds §6 checks only for run, order and terminal: nothing in their payload."""
+"""Kinds the invariants check only for run, order and terminal: nothing in their payload."""
 
 
 def _fail(state: RunLogState, message: str) -> EventInvariantError:
@@ -257,7 +257,7 @@ def _fail(state: RunLogState, message: str) -> EventInvariantError:
 def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
     """Raise EventInvariantError unless ``event`` may follow the log ``state`` summarises.
 
-    The rules (§6): the first event is RUN_CREATED and there is exactly one;
+    The rules: the first event is RUN_CREATED and there is exactly one;
     nothing follows a terminal event; STATE_CHANGED carries a legal transition
     from the current state; a tool result needs a prior TOOL_STARTED of the same
     call and no earlier result; a terminal event's state and stop reason agree;

@@ -45,7 +45,7 @@ class AvoError(Exception):
 
 
 class InvalidStateTransitionError(AvoError):
-    """A state transition the §5 table forbids."""
+    """A state transition the transition table forbids."""
 
 
 class RunNotFoundError(AvoError):
@@ -138,7 +138,7 @@ class StorageError(AvoError):
 
 
 class EventInvariantError(StorageError):
-    """An append would break one of the §6 event invariants."""
+    """An append would break one of the event invariants."""
 
     def __init__(self, message: str, *, run_id: str | None = None) -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""Run hooks: PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION, STOP (§18.1).
+"""Run hooks: PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION, STOP.
 
 A hook that raises (or returns something other than a :class:`HookDecision`
 or ``None``) is a *fault*, never silence: :meth:`HookRegistry.fire` lists it in

@@ -1,4 +1,4 @@
-"""Logging setup: plain or JSON lines, with secrets redacted from every line (§20.3).
+"""Logging setup: plain or JSON lines, with secrets redacted from every line.
 
 ``configure_logging(json_mode=True)`` (or ``AVO_LOG_FORMAT=json``) installs a
 :class:`JsonFormatter`; either way a :class:`RedactingFilter` sits on the

@@ -1,4 +1,4 @@
-"""Long-term memory seam: the MemoryProvider contract and the Lethe adapter (§21.1).
+"""Long-term memory seam: the MemoryProvider contract and the Lethe adapter.
 
 ``AgentRuntime(memory=...)`` takes a :class:`LetheMemoryAdapter`. Before the
 first model call the runtime recalls memories for the task and injects one

@@ -1,4 +1,4 @@
-"""In-process metrics with bounded cardinality (§20.2).
+"""In-process metrics with bounded cardinality.
 
 ``MetricsRegistry`` keeps counters, gauges and histograms keyed by a name and a
 label set. Every distinct ``(name, labels)`` pair is one series; creating more

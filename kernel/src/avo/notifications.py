@@ -1,4 +1,4 @@
-"""The notification contract: the value a notifier sends and the Notifier protocol (§20.5).
+"""The notification contract: the value a notifier sends and the Notifier protocol.
 
 Notifier implementations (webhook, desktop, ...) ship as plugins in the
 ``avo.notifiers`` group; the kernel and ``avo.compose`` only need these two names.

@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing front door (§20.1); the implementation is a plugin.
+"""OpenTelemetry tracing front door; the implementation is a plugin.
 
 The kernel never imports ``opentelemetry``. These functions find the tracing
 backend through the ``avo.otel`` entry-point group (the ``avo-otel`` contrib

@@ -1,4 +1,4 @@
-"""Prompt-cache helpers: breakpoints, Anthropic annotation, stable cache keys (§7.7).
+"""Prompt-cache helpers: breakpoints, Anthropic annotation, stable cache keys.
 
 Cache keys are content-addressed::
 

@@ -1,4 +1,4 @@
-"""Token-bucket rate limiting for model calls: requests and tokens per minute (§16.2).
+"""Token-bucket rate limiting for model calls: requests and tokens per minute.
 
 Give a runtime ``AgentRuntime(rate_limiter=RateLimiter(RateLimitConfig(...)))``
 and it awaits :meth:`RateLimiter.acquire` before every model call. Both buckets

@@ -1,4 +1,4 @@
-"""Retry with capped exponential backoff and jitter (§16.1).
+"""Retry with capped exponential backoff and jitter.
 
 ``call_with_retry`` calls ``factory()`` (a zero-argument callable returning an
 awaitable) until it succeeds, the error is not retryable, or

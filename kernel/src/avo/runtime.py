@@ -76,7 +76,7 @@ _utc_now_fast: Clock = functools.partial(datetime.now, UTC)
 
 
 class AgentRuntime:
-    """Drives runs through the §5 state machine, one event and checkpoint at a time."""
+    """Drives runs through the state machine, one event and checkpoint at a time."""
 
     def __init__(
         self,
@@ -290,7 +290,7 @@ class AgentRuntime:
             return await self._drive(ctx)
 
     async def inspect(self, run_id: str) -> RunTrace:
-        """The run's trace, built from its events (§20.4)."""
+        """The run's trace, built from its events."""
         from avo.tracing import TraceInspector
 
         return await TraceInspector(self.event_store).inspect(run_id)

@@ -2,7 +2,7 @@
 
 Every write goes through here: the kernel validates each event against the
 run's :class:`~avo.events.RunLogState` *before* the store sees it, so a store
-plugin cannot skip the §6 invariants, then folds the stored event back in.
+plugin cannot skip the event invariants, then folds the stored event back in.
 """
 
 from __future__ import annotations

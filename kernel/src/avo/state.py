@@ -9,7 +9,7 @@ from avo.exceptions import InvalidStateTransitionError
 
 
 class RunState(StrEnum):
-    """Where a run is in the §5 state machine."""
+    """Where a run is in the state machine."""
 
     CREATED = "created"
     MODEL_PENDING = "model_pending"

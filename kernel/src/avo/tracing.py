@@ -1,4 +1,4 @@
-"""Run traces built from the event log (§20.4).
+"""Run traces built from the event log.
 
 A :class:`RunTrace` is the one sanctioned way to look at a run after the fact:
 it is derived only from the run's events (never from the mutable run head),

@@ -1,4 +1,4 @@
-"""Token usage tracking and cost estimation (§17.1).
+"""Token usage tracking and cost estimation.
 
 Rates are USD per 1,000 tokens as an ``(input, output)`` pair of
 :class:`~decimal.Decimal`. The kernel keeps no pricing table: rates come from

@@ -1,4 +1,4 @@
-"""The built-in servers (§13.3), each driven over stdio by avo's client."""
+"""The built-in servers, each driven over stdio by avo's client."""
 
 from __future__ import annotations
 

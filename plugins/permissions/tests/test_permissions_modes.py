@@ -1,4 +1,4 @@
-"""The decision table, env configuration, the §10.3 env-gated callback, plugin factories."""
+"""The decision table, env configuration, the env-gated callback, plugin factories."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ connection pools, as separate hosts would have) drive real ``AgentRuntime``
 runs under leases while hammering shared runs, then race to finalize and to
 lease the same runs. Afterwards the database must show: every acknowledged
 event present exactly once, per-run sequences 1..n with no gap or duplicate,
-every stored log valid under the §6 invariants, exactly one winner of each
+every stored log valid under the event invariants, exactly one winner of each
 finalize race and of each lease race.
 """
 

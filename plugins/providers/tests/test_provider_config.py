@@ -1,4 +1,4 @@
-"""§12 configuration from an injected environment, the plugin registration, and avo doctor."""
+"""Configuration from an injected environment, the plugin registration, and avo doctor."""
 
 from __future__ import annotations
 

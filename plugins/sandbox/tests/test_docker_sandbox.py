@@ -1,7 +1,7 @@
 """Docker SandboxExecutor tests.
 
 No Docker engine runs on these machines, so these tests inject a fake docker
-client that records every call (the §10.2 contract is the exact create call,
+client that records every call (the contract is the exact create call,
 the copy-in/out and the forced remove). The real-engine test is behind the
 ``live`` marker and skips when no engine answers.
 """
@@ -140,7 +140,7 @@ async def test_container_removed_even_on_timeout(tmp_path: Path) -> None:
 
 
 def test_real_docker_py_create_accepts_the_adapted_call() -> None:
-    # docker-py's create() rejects run()-only kwargs of the §10.2 call; the
+    # docker-py's create() rejects run()-only kwargs of the specified create call; the
     # adapter drops them for a real docker-py client (no engine needed here).
     docker = pytest.importorskip("docker")
     from docker.models.containers import _create_container_args

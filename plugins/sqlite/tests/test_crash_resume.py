@@ -2,7 +2,7 @@
 
 A zygote process (``_crash_zygote.py``) imports avo once and forks one child
 per trial, so 50+ trials stay fast. After every kill the database must open,
-every run's log must satisfy the §6 invariants event by event, every side
+every run's log must satisfy the event invariants event by event, every side
 effect must have a durable TOOL_STARTED, and ``AgentRuntime.resume`` must
 either finish the run with each effect exactly once or refuse with
 ``UnsafeResumeError`` naming the open call — never a silent duplicate.

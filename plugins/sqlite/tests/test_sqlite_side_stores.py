@@ -1,4 +1,4 @@
-"""The §11.3 to §11.5 side stores, sharing one file with the event store."""
+"""The side stores, sharing one file with the event store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile-input suite for workspace containment (§10.1).
+"""Hostile-input suite for workspace containment.
 
 Every attack is refused with a WorkspacePathError naming the problem, and a
 sentinel file outside the workspace is neither read nor written.

@@ -1,4 +1,4 @@
-"""The OpenTelemetry backend behind :mod:`avo.observability` (§20.1).
+"""The OpenTelemetry backend behind :mod:`avo.observability`.
 
 ``configure_tracer`` builds a :class:`~opentelemetry.sdk.trace.TracerProvider`
 with ``service.name`` (argument, ``AVO_OTEL_SERVICE_NAME`` or ``"avo"``) and

@@ -51,7 +51,7 @@ def canonical_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class PluginEntry:
-    """One entry point of an avo plugin group, read from metadata (§18.4).
+    """One entry point of an avo plugin group, read from metadata.
 
     ``factory()`` imports the entry point's module and returns the plugin
     object; nothing is imported until it is called.

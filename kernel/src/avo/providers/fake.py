@@ -1,4 +1,4 @@
-"""FakeProvider: a scripted model, the test workhorse (§7.5)."""
+"""FakeProvider: a scripted model, the test workhorse."""
 
 from __future__ import annotations
 

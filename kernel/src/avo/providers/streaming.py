@@ -1,4 +1,4 @@
-"""Streaming primitives: chunks, thinking-tag splitting, lossless assembly (§7.2).
+"""Streaming primitives: chunks, thinking-tag splitting, lossless assembly.
 
 A streaming provider yields :class:`ModelChunk` values. The runtime feeds them
 to a :class:`StreamAssembler`, which rebuilds the exact :class:`ModelResponse`

@@ -1,4 +1,4 @@
-"""The EventStore protocol every store plugin implements (§11.1)."""
+"""The EventStore protocol every store plugin implements."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from avo.models import Checkpoint, RunRecord
 class EventStore(Protocol):
     """Durable home of runs, their append-only events and their checkpoints.
 
-    Every write path must enforce the §6 invariants with
+    Every write path must enforce the event invariants with
     :func:`avo.events.validate_event_append` and assign per-run ascending
     sequences. The runtime validates too, before it calls the store.
     Multi-row writes (``append_event_and_update_run``, ``save_checkpoint``,
@@ -86,7 +86,7 @@ class BatchEventStore(Protocol):
     the single-event methods. Contract:
 
     - ``events`` is non-empty, all of ``run.run_id``, and each is validated in
-      order against the stored log (§6) — all or nothing: a bad event stores
+      order against the stored log — all or nothing: a bad event stores
       none of the batch and leaves the head unchanged (the runtime's own
       batches come as ``avo.storage.batch.ValidatedBatch``, already validated:
       see ``avo.storage.batch.follows`` for when a store may rely on that);

@@ -2,7 +2,7 @@
 
 A store calls :func:`apply_batch` inside its transaction: it checks the batch's
 shape (one run, no terminal event, the checkpoint's event present), validates
-every event in order against the store's log summary (§6) and folds it in, in
+every event in order against the store's log summary and folds it in, in
 place and in O(batch) — a refused batch leaves the summary as it was. The
 events come back with their sequences. A batch the runtime already validated
 against this very log (:class:`ValidatedBatch`, :func:`follows`) is folded in
@@ -63,7 +63,7 @@ def check_batch_shape(
 
 
 class ValidatedBatch(list[AgentEvent]):
-    """A batch the runtime has already validated (§6) against its own log summary.
+    """A batch the runtime has already validated against its own log summary.
 
     The runtime hands its buffered events to ``append_batch`` as this type. Its
     log summary was built from the run's stored events plus its own appends,

@@ -14,7 +14,7 @@ fresh store instance. The check holds the store to what it promised:
   each completed run shows each of its effects exactly once, and a run that
   is refused is refused with :class:`~avo.exceptions.UnsafeResumeError`
   naming calls that started without a durable result;
-- every stored log is gapless and satisfies the §6 invariants.
+- every stored log is gapless and satisfies the event invariants.
 
 Both functions take the store already opened; files are plain paths.
 """

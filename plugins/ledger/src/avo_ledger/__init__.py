@@ -1,4 +1,4 @@
-"""avo-ledger: automatic per-step token ledger and the ``avo cost`` report (§11.4, §17.2)."""
+"""avo-ledger: automatic per-step token ledger and the ``avo cost`` report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``avo mcp add|list|remove`` and ``avo serve-mcp`` (reference §14, §14.1)."""
+"""``avo mcp add|list|remove`` and ``avo serve-mcp``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``~/.avo/mcp.json``: the MCP servers avo starts (reference §14.1).
+"""``~/.avo/mcp.json``: the MCP servers avo starts.
 
 The file is a JSON object ``{name: {"command": [...], "env": {...}}}`` or
 ``{name: {"url": "https://.../mcp", "headers": {...}}}`` — the shape of Claude

@@ -1,4 +1,4 @@
-"""The tool registry ``avo serve-mcp`` serves by default (reference §13.2)."""
+"""The tool registry ``avo serve-mcp`` serves by default."""
 
 from __future__ import annotations
 

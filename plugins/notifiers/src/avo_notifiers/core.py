@@ -1,4 +1,4 @@
-"""Notification values, the Notifier protocol and the fan-out dispatcher (§20.5)."""
+"""Notification values, the Notifier protocol and the fan-out dispatcher."""
 
 from __future__ import annotations
 

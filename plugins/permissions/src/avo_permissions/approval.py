@@ -1,4 +1,4 @@
-"""The env-gated approval callback of §10.3 (v0.1 behaviour).
+"""The env-gated approval callback (v0.1 behaviour).
 
 Tools listed in ``AVO_TOOLS_REQUIRE_APPROVAL`` (comma / whitespace / newline
 separated) make the callback return False — the runtime then stops the run

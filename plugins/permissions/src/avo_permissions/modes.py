@@ -1,4 +1,4 @@
-"""Permission modes (§18.2): who decides whether a tool call may run.
+"""Permission modes: who decides whether a tool call may run.
 
 Decisions come from each tool's **declared risk** (``ToolMetadata.risk``,
 ``inspect`` / ``modify`` / ``execute``), so a third-party tool is classified by

@@ -1,6 +1,6 @@
 """avo-postgres: the avo event store on PostgreSQL, for several processes and hosts.
 
-``PostgresEventStore(dsn)`` implements the §11.1 EventStore protocol; the
+``PostgresEventStore(dsn)`` implements the EventStore protocol; the
 ``postgres`` store plugin opens ``postgresql://`` and ``postgres://`` URLs.
 """
 

@@ -28,7 +28,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             created_at        timestamptz NOT NULL,
             updated_at        timestamptz NOT NULL,
             record            json NOT NULL,
-            -- RunLogState summary: what the §6 invariants need, O(1) to update
+            -- RunLogState summary: what the event invariants need, O(1) to update
             log_created       boolean NOT NULL DEFAULT false,
             log_terminal      boolean NOT NULL DEFAULT false,
             log_state         text NOT NULL DEFAULT 'created',

@@ -1,9 +1,9 @@
-"""PostgresEventStore: the §11.1 EventStore on PostgreSQL, shared by many processes.
+"""PostgresEventStore: the EventStore on PostgreSQL, shared by many processes.
 
 Every write is one SQL statement: a compare-and-set on the run's row (the run
 must still end at the sequence the writer validated against, and the writer's
 lease must be current) that also inserts the events, the run record and the
-checkpoint rows, all or nothing. The writer validates the §6 invariants with
+checkpoint rows, all or nothing. The writer validates the event invariants with
 :func:`avo.events.validate_event_append` against the run's log summary as of
 that sequence; when another writer got there first, the store reloads the
 summary from the database and validates again. So invariants hold against the
@@ -66,7 +66,7 @@ _T = TypeVar("_T")
 
 
 class PostgresEventStore(WriteOps, StoreReads):
-    """The §11.1 EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
+    """The EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
     pool opens on first use (or ``async with``), applying schema migrations.
@@ -248,7 +248,7 @@ class PostgresEventStore(WriteOps, StoreReads):
     ) -> list[AgentEvent]:
         """Append ``events``, store ``run`` and ``checkpoint``: all or nothing, one statement.
 
-        The events are validated in order against the run's log (§6); the
+        The events are validated in order against the run's log; the
         checkpoint's CHECKPOINT_CREATED event must be among them and no event
         may be terminal (see :class:`avo.storage.base.BatchEventStore`).
         Uncontended, with this instance's head of the run warm, the batch costs

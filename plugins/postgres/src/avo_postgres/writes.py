@@ -1,6 +1,6 @@
 """One write = one SQL statement: a compare-and-set on the run row, then the rows it guards.
 
-A store instance keeps, per run it writes, the run's *head*: the §6 log summary
+A store instance keeps, per run it writes, the run's *head*: the log summary
 (:class:`avo.events.RunLogState`) and checkpoint position as of the run's
 ``last_sequence``. A write validates its events against that head with
 :func:`avo.events.validate_event_append`, then sends one statement::
@@ -22,7 +22,7 @@ invariants are enforced against the database's current state, sequences are
 gapless and unique (``PRIMARY KEY (run_id, sequence)`` backs that up), and an
 uncontended append costs one round trip.
 
-Tool-result checks (§6 rule 4) need to know whether that call started and
+Tool-result checks need to know whether that call started and
 already has a result. A head built by ``create_run`` in this instance knows
 every call; a head loaded from the database looks the one call up through a
 partial index. Both are as of the head's sequence, which the compare-and-set

@@ -3,7 +3,7 @@
 ``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version:
 2023-06-01``. Tool calls are ``tool_use`` blocks, results ``tool_result`` blocks
 in a user turn. With ``ModelRequest.cache`` the request carries prompt-caching
-``cache_control`` breakpoints (§7.7).
+``cache_control`` breakpoints.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _mark(blocks: list[dict[str, Any]]) -> None:
 
 
 def apply_prompt_cache(payload: dict[str, Any], request: ModelRequest) -> None:
-    """Add ``cache_control`` breakpoints (§7.7): tools, system, the stable prefix, the tail.
+    """Add ``cache_control`` breakpoints: tools, system, the stable prefix, the tail.
 
     Anthropic allows four breakpoints; these are the four that pay off in an
     agent loop, where every step resends the whole conversation. Message

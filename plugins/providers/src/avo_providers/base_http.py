@@ -69,7 +69,7 @@ EventSink = Callable[[Any, dict[str, Any]], Awaitable[None]]
 
 
 class HTTPProvider:
-    """Base for the HTTP adapters (§7.4): ``generate`` and ``stream`` over httpx."""
+    """Base for the HTTP adapters: ``generate`` and ``stream`` over httpx."""
 
     name: ClassVar[str] = "http"
     vendor: ClassVar[str] = "HTTP"
@@ -241,7 +241,7 @@ class HTTPProvider:
         """Stream normalized chunks; the stream is validated with the kernel's assembler.
 
         Whatever the runtime assembles from these chunks equals what ``generate``
-        returns for the same vendor answer (§7.2). A stream that cannot assemble
+        returns for the same vendor answer. A stream that cannot assemble
         (a tool call without a name, broken argument JSON) fails here, naming the
         vendor, instead of later in the runtime.
         """

@@ -1,4 +1,4 @@
-"""Model catalogs, env variables, capabilities and prices of the shipped providers (§12.1).
+"""Model catalogs, env variables, capabilities and prices of the shipped providers.
 
 Pure data: importing this module is cheap (no httpx). Prices are USD per 1k
 (input, output) tokens from the vendors' public price pages as of 2025-11;
@@ -83,7 +83,7 @@ OLLAMA_CLOUD_MODELS: tuple[str, ...] = (
 )
 
 ANTHROPIC_ADAPTER_DEFAULT_MODEL = "claude-sonnet-4-6"
-"""What ``AnthropicProvider`` uses when constructed with an empty model (§7.4)."""
+"""What ``AnthropicProvider`` uses when constructed with an empty model."""
 
 API_KEY_ENV: dict[str, tuple[str, ...]] = {
     "anthropic": ("AVO_ANTHROPIC_API_KEY",),

@@ -1,4 +1,4 @@
-"""Providers from the environment (§12): factories, ``build_provider_from_env``, router env.
+"""Providers from the environment: factories, ``build_provider_from_env``, router env.
 
 Every provider plugin's factory has the plugin signature
 ``factory(settings: dict, *, environ: Mapping[str, str])``. ``settings`` may
@@ -7,8 +7,8 @@ carry ``model``, ``base_url``, ``api_key``, ``max_completion_tokens``,
 read from ``environ`` (``AVO_{NAME}_API_KEY`` / ``_BASE_URL`` / ``_MODEL``).
 
 Model resolution for ``AVO_PROVIDER=<name>``: ``AVO_{NAME}_MODEL``, then
-``AVO_MODEL``, then the catalog's first entry (§12.1). Router routes use
-``AVO_{NAME}_MODEL`` or the catalog's first entry (§12.2).
+``AVO_MODEL``, then the catalog's first entry. Router routes use
+``AVO_{NAME}_MODEL`` or the catalog's first entry.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def make_ollama_cloud(settings: Mapping[str, Any], *, environ: Mapping[str, str]
 
 
 def make_minimax(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
-    """``MiniMaxProvider``; ``AVO_MINIMAX_API_STYLE`` defaults to ``anthropic`` (§7.4)."""
+    """``MiniMaxProvider``; ``AVO_MINIMAX_API_STYLE`` defaults to ``anthropic``."""
     from avo_providers.base_http import MiniMaxConfig
     from avo_providers.minimax import API_STYLES, MiniMaxProvider
 
@@ -270,7 +270,7 @@ def router_chain_from_env(environ: Mapping[str, str]) -> list[str]:
 
 
 def make_router(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
-    """A Fallback or Race router over ``AVO_ROUTER_CHAIN`` (§12.2)."""
+    """A Fallback or Race router over ``AVO_ROUTER_CHAIN``."""
     from avo_providers.router import FallbackRouterProvider, RaceRouterProvider
 
     chain = list(settings.get("routes") or router_chain_from_env(environ))

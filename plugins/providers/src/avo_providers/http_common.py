@@ -1,4 +1,4 @@
-"""Shared HTTP helpers for every adapter (§7.3): errors, redaction, SSE, tool schemas.
+"""Shared HTTP helpers for every adapter: errors, redaction, SSE, tool schemas.
 
 Nothing here imports httpx at module import time; the functions that need it
 take the response objects httpx hands them.
@@ -283,9 +283,9 @@ async def iter_sse_lines(lines: AsyncIterator[str]) -> AsyncIterator[str]:
 
 
 iter_anthropic_sse_events = iter_sse_events
-"""Anthropic streams name their events; same parser, kept under the §7.3 name."""
+"""Anthropic streams name their events; same parser, kept under its established name."""
 
-# The format-specific helpers §7.3 lists here live with their format; they are
+# The format-specific helpers live with their format; they are
 # re-exported on first use (importing them eagerly would be circular).
 _FORMAT_HELPERS = {
     "build_openai_payload": "avo_providers.openai_compatible",

@@ -1,4 +1,4 @@
-"""Routers over several providers (§7.6): sequential fallback and a speculative race.
+"""Routers over several providers: sequential fallback and a speculative race.
 
 Both keep a :class:`RouteHealth` per route. A route that fails (a
 ``ProviderError`` or a timeout) cools down for ``cooldown_seconds`` on the

@@ -1,7 +1,7 @@
 """``[provider.settings]`` tables for avo.toml, validated before a factory runs.
 
 Every field is optional: what is unset comes from the environment
-(``AVO_{NAME}_*``, §12) or the catalog default. Prefer env vars for API keys;
+(``AVO_{NAME}_*``) or the catalog default. Prefer env vars for API keys;
 ``api_key`` here exists for secrets managers that render config files.
 """
 

@@ -3,7 +3,7 @@
 Two backends share one contract, ``async run(command, *, workspace_dir, env=None,
 timeout_seconds=None) -> SandboxResult``:
 
-- :class:`SandboxExecutor` — an ephemeral Docker container (§10.2).
+- :class:`SandboxExecutor` — an ephemeral Docker container.
 - :class:`BubblewrapExecutor` — ``bwrap``: no network, read-only system, the
   workspace the only writable mount, memory and time limits.
 """

@@ -1,4 +1,4 @@
-"""The bubblewrap sandbox: the §10.2 executor contract on ``bwrap``, no Docker needed.
+"""The bubblewrap sandbox: the sandbox executor contract on ``bwrap``, no Docker needed.
 
 Isolation, per command:
 

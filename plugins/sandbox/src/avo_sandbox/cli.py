@@ -18,7 +18,7 @@ from avo.exceptions import AvoError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the ``run`` subcommand and its §14.2 flags (plus ``--backend``)."""
+    """Add the ``run`` subcommand and its flags (plus ``--backend``)."""
     sub = parser.add_subparsers(dest="sandbox_command", required=True)
     run = sub.add_parser("run", help="run one command in a sandbox")
     run.add_argument(

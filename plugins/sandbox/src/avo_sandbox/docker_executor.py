@@ -1,6 +1,6 @@
-"""The Docker sandbox (§10.2): one ephemeral container per command, no network by default.
+"""The Docker sandbox: one ephemeral container per command, no network by default.
 
-The container is created with exactly the §10.2 call, the workspace is copied
+The container is created with exactly the executor's specified create call, the workspace is copied
 in (``put_archive``) before it starts and copied back (``get_archive``,
 extracted with tarfile's ``data`` filter so nothing lands outside the
 workspace) after it exits, and ``container.remove(force=True)`` always runs in
@@ -74,7 +74,7 @@ def resolve_image(language: str | None = None, *, explicit_image: str | None = N
 
 
 class _DockerPyContainers:
-    """Adapts docker-py's ``containers.create`` to the §10.2 call.
+    """Adapts docker-py's ``containers.create`` to the executor's create call.
 
     The reference's create call passes ``remove``, ``stdout`` and ``stderr``,
     which docker-py accepts only on ``run()`` — ``create()`` raises TypeError

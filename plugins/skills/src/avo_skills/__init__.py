@@ -1,4 +1,4 @@
-"""avo skills (§18.3): named Markdown instructions under ``.avo/skills``."""
+"""avo skills: named Markdown instructions under ``.avo/skills``."""
 
 from __future__ import annotations
 

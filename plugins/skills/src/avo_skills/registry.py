@@ -1,4 +1,4 @@
-"""Skills (§18.3): named Markdown instructions an agent can load on demand.
+"""Skills: named Markdown instructions an agent can load on demand.
 
 A skill lives under a skills root (``.avo/skills`` by default) either as a
 directory ``<name>/SKILL.md`` (what ``avo init`` scaffolds) or as a single

@@ -127,7 +127,7 @@ def _save_lineage(
         else:
             start, base, new_items = 0, position, sorted(members)
         # The checkpoint's own (fresh) set and lists are kept, not copied: values
-        # handed to the store are not mutated afterwards (models are values, §23).
+        # handed to the store are not mutated afterwards (models are values).
         lineage = _Lineage(base=base, count=start + len(new_items), members=members)
     else:
         shift = None if old is None or old.full is None else _shift(old.full, value)

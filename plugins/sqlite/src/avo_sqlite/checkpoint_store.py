@@ -1,4 +1,4 @@
-"""§11.3 CheckpointStore: the run-level (REPL/job) checkpoint store.
+"""CheckpointStore: the run-level (REPL/job) checkpoint store.
 
 Separate from the runtime's :class:`avo.models.Checkpoint`: a job saves an
 arbitrary JSON state per step and reads back the latest or the history. Rows

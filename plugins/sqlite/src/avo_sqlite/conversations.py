@@ -1,4 +1,4 @@
-"""§11.5 ConversationStore: chat sessions as ordered turns (table ``conversation_turns``)."""
+"""ConversationStore: chat sessions as ordered turns (table ``conversation_turns``)."""
 
 from __future__ import annotations
 

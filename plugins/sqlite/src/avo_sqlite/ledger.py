@@ -1,4 +1,4 @@
-"""§11.4 TokenLedger: one persisted usage record per model call (table ``ledger_entries``)."""
+"""TokenLedger: one persisted usage record per model call (table ``ledger_entries``)."""
 
 from __future__ import annotations
 

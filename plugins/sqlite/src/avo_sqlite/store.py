@@ -1,4 +1,4 @@
-"""SQLiteEventStore: the §11.1 EventStore protocol on one SQLite file.
+"""SQLiteEventStore: the EventStore protocol on one SQLite file.
 
 Calls that cannot block run on the event loop thread; every blocking SQLite
 call (waiting for another process's write lock, an fsync) runs on the store's

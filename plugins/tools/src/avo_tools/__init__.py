@@ -1,4 +1,4 @@
-"""avo application tools (§10.4): workspace-bound file, search, git, lint/test,
+"""avo application tools: workspace-bound file, search, git, lint/test,
 plan, subagent, web and sandboxed shell tools, each a plugin in ``avo.tools``.
 
 Workspace tools resolve their root from :func:`bind_workspace`; ``run_shell``

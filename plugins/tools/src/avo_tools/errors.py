@@ -3,7 +3,7 @@
 ::
 
     AvoError
-    ├── WorkspacePathError            a path is refused by workspace containment (§10.1)
+    ├── WorkspacePathError            a path is refused by workspace containment
     ├── ToolExecutionError
     │   └── EgressDeniedError         web_fetch refused a destination (egress policy)
     ├── NotTextError                  (also ValueError) read_file met bytes that are not text

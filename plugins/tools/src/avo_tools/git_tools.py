@@ -1,6 +1,6 @@
 """git_status, git_diff, git_commit: bounded git against the bound workspace's repository.
 
-These are the one host-side subprocess use the reference allows (§23): fixed
+These are the only subprocesses avo runs on the host: fixed
 argv, ``shell=False``, a timeout, no terminal prompts. Because the repository's
 own config is workspace-controlled, every call disables the settings that would
 let it run a program on the host: hooks, fsmonitor, external diff drivers,

@@ -1,4 +1,4 @@
-"""task: run a subagent — a child AgentRuntime — under the parent run (§10.4, §18.5).
+"""task: run a subagent — a child AgentRuntime — under the parent run.
 
 ``agent_type="explore"`` gets the read-only subset (tools whose declared risk
 is INSPECT); ``"general"`` gets every tool. The task tool itself is never

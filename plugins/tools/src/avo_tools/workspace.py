@@ -1,4 +1,4 @@
-"""Workspace containment (§10.1): every path a tool touches is checked here.
+"""Workspace containment: every path a tool touches is checked here.
 
 ``validate_path`` checks, in this order (the order is the security property):
 null byte → empty → lexical refusals (``~``, over-long paths, Unicode

@@ -1,4 +1,4 @@
-"""Built-in MCP servers (reference §13.3), each ``python -m avo_mcp.servers.<name>``.
+"""Built-in MCP servers, each ``python -m avo_mcp.servers.<name>``.
 
 - ``filesystem --root DIR``: workspace-bounded file tools and resources.
 - ``git --repo DIR``: bounded, read-only git wrappers (status, diff, log).
