@@ -305,3 +305,22 @@ def test_ctrl_c_stops_the_eval_and_its_workers(
     assert not (tmp_path / "eval-results.json").exists()
     time.sleep(0.5)
     assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []  # none outlives it
+
+
+def test_shell_provider_variables_do_not_override_a_case(avo: Any, tmp_path: Path) -> None:
+    (tmp_path / "suite.toml").write_text(
+        _script_case("scripted", None, '{answer_contains = "finished"}')
+    )
+    # a shell set up for a real model: the scripted case still runs on its fake provider
+    shell = {"AVO_PROVIDER": "anthropic", "AVO_MODEL": "some-model"}
+    done = avo("eval", "suite.toml", "--no-progress", env=shell)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # a case naming no provider takes them (and says which is missing when it cannot)
+    (tmp_path / "bare.toml").write_text(
+        '[[cases]]\nname = "bare"\ntask = "t"\nchecks = [{answer_contains = "x"}]\n[cases.config]\n'
+    )
+    done = avo("eval", "bare.toml", "--no-progress", env={"AVO_PROVIDER": "fake", "AVO_MODEL": "m"})
+    assert done.returncode == 2
+    assert "config: unknown key 'provider.settings.model'; provider.settings accepts: " in (
+        done.stderr
+    )

@@ -67,7 +67,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "-d", "--database", default=None, metavar="LOCATION",
-        help="event store the trials record in (default: AVO_DATABASE_PATH, then avo.db)",
+        help="event store the trials record in (default: the suite's [store] location, "
+        "AVO_DATABASE_PATH, then avo.db)",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, default=Path(DEFAULT_OUTPUT), metavar="FILE",
@@ -104,7 +105,6 @@ def _write(path: Path, text: str) -> None:
 
 
 async def _main(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from avo.config import database_location
     from avo_evals import report
     from avo_evals.compare import compare, load_baseline
     from avo_evals.compare import to_text as comparison_text
@@ -115,7 +115,6 @@ async def _main(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     suite = load_suite(args.suite)
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     selected = {case.name for _, case in select_cases(suite, args.cases)}
-    database = str(args.database or database_location(environ))
     progress = Progress(0, enabled=not args.no_progress, environ=dict(environ))
 
     def kept(root: Path) -> None:
@@ -123,7 +122,7 @@ async def _main(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     results = await run_suite(
         suite,
-        database=database,
+        database=str(args.database) if args.database else None,
         environ=environ,
         trials=args.trials,
         concurrency=args.concurrency,

@@ -115,9 +115,26 @@ def _absolute_location(location: str) -> str:
     return str(Path(location).expanduser().resolve())
 
 
-def _override(config: dict[str, Any], provider: str | None, model: str | None) -> dict[str, Any]:
+_RESOLVED_HERE = ("AVO_PROVIDER", "AVO_MODEL", "AVO_DATABASE_PATH")
+"""Variables the eval resolves into each case's config; trials do not see them, because
+in a trial they would replace what the case names (a scripted ``fake`` case run with
+the shell's ``AVO_MODEL`` would fail)."""
+
+
+def _override(
+    config: dict[str, Any],
+    provider: str | None,
+    model: str | None,
+    store: dict[str, Any],
+    env: Mapping[str, str],
+) -> dict[str, Any]:
+    """The case's config with the eval's provider, model and store written in."""
     config = dict(config)
     current = config.get("provider") if isinstance(config.get("provider"), dict) else None
+    if current is None and env.get("AVO_PROVIDER"):  # a case naming no provider
+        current = {"name": env["AVO_PROVIDER"], "settings": {}}
+        if env.get("AVO_MODEL"):
+            current["settings"]["model"] = env["AVO_MODEL"]
     if provider:
         same = current is not None and current.get("name") == provider
         settings = dict(current.get("settings", {})) if same and current else {}
@@ -127,7 +144,7 @@ def _override(config: dict[str, Any], provider: str | None, model: str | None) -
         current["settings"] = {**dict(current.get("settings", {})), "model": model}
     if current is not None:
         config["provider"] = current
-    config.pop("store", None)  # trials record in the eval's store
+    config["store"] = store  # every trial records in the eval's store
     return config
 
 
@@ -142,7 +159,7 @@ def _validate(suite: Suite, case: Case, index: int, config: dict[str, Any], env:
         ) from None
     from avo.plugins.manager import PluginManager
 
-    if parsed.provider is None and not env.get("AVO_PROVIDER"):
+    if parsed.provider is None:
         raise SuiteError(
             f"{label}: no provider: add [provider] name to the case's config or pass --provider",
             key=f"cases[{index}].config.provider",
@@ -275,13 +292,16 @@ async def _run_trial(
     return {"crash": f"the trial wrote no result (exit {code}): {_tail(log) or 'no output'}"}
 
 
-async def _prepare_store(location: str, env: Mapping[str, str]) -> None:
+async def _prepare_store(table: dict[str, Any], env: Mapping[str, str]) -> None:
     """Open the eval's store once before any trial: a bad location fails here, and a new
     database is created by one process rather than by every worker at once."""
     from avo.compose import open_store
 
+    location = table["location"]
     try:
-        store = open_store(location, environ=env)
+        store = open_store(
+            location, name=table.get("name"), settings=table.get("settings"), environ=env
+        )
         if inspect.isawaitable(store):
             store = await store
         close = getattr(store, "close", None)
@@ -314,7 +334,7 @@ def select_cases(suite: Suite, patterns: Sequence[str] | None) -> list[tuple[int
 async def run_suite(
     suite: Suite,
     *,
-    database: str,
+    database: str | None = None,
     environ: Mapping[str, str] | None = None,
     trials: int | None = None,
     concurrency: int | None = None,
@@ -326,21 +346,32 @@ async def run_suite(
     progress: Progress | None = None,
     on_workspaces: Callable[[Path], None] | None = None,
 ) -> EvalResults:
-    """Run ``suite`` and judge every trial; the runs land in ``database``."""
+    """Run ``suite`` and judge every trial.
+
+    The runs land in ``database``, else the suite's ``[store] location``, else
+    ``AVO_DATABASE_PATH``, else ``avo.db`` (the suite's store name and settings apply).
+    """
+    from avo.config import database_location
+
     env = dict(os.environ if environ is None else environ)
     functions = resolve_python_checks(suite)
     chosen = select_cases(suite, cases)
-    location = _absolute_location(database)
-    await _prepare_store(location, env)
+    store = suite.store.model_dump(exclude_none=True) if suite.store else {}
+    store["location"] = _absolute_location(
+        str(database or store.get("location") or database_location(env))
+    )
+    location = store["location"]
+    await _prepare_store(store, env)
     eval_id = new_id()
     root = Path(tempfile.mkdtemp(prefix=f"avo-eval-{suite.label[:20]}-"))
     jobs: list[_Job] = []
     results: dict[str, CaseResult] = {}
     try:
         for index, case in chosen:
-            config = _override(case_config(suite, case), provider, model)
             case_env = {**env, **suite.env, **case.env}
+            config = _override(case_config(suite, case), provider, model, store, case_env)
             _validate(suite, case, index, config, case_env)
+            trial_env = {k: v for k, v in case_env.items() if k not in _RESOLVED_HERE}
             case_dir = root / f"{index:03d}-{case.name.replace(':', '_')}"
             case_dir.mkdir()
             config_path = case_dir / "avo.toml"
@@ -355,7 +386,7 @@ async def run_suite(
                 directory = case_dir / f"trial-{number}"
                 _write_fixtures(suite, case, directory / "workspace")
                 limit = trial_timeout or case.timeout_seconds or suite.timeout_seconds
-                jobs.append(_Job(case, number, directory, config_path, case_env, limit))
+                jobs.append(_Job(case, number, directory, config_path, trial_env, limit))
         if progress is not None:
             progress.total = len(jobs)
         started = datetime.now(UTC)

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from avo.compose.config import dotted, read_config_file
+from avo.compose.config import StoreRef, dotted, read_config_file
 from avo.exceptions import ConfigError
 from avo.state import RunState, StopReason
 
@@ -220,6 +220,8 @@ class Suite(_Strict):
     min_pass_rate: float = Field(default=1.0, ge=0, le=1)
     timeout_seconds: float = Field(default=300.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
+    store: StoreRef | None = None
+    """Where every trial is recorded (``-d`` replaces its location); cases' [store] is ignored."""
     cases: list[Case] = Field(min_length=1)
 
     # not from the file
@@ -297,6 +299,8 @@ def _known(loc: tuple[Any, ...]) -> str:
         return "check keys: label, " + ", ".join(CHECK_KINDS) + " and their modifiers"
     if "cases" in loc:
         return "case keys: " + ", ".join(k for k in Case.model_fields)
+    if loc[:1] == ("store",):
+        return "store keys: name, location, settings"
     return "suite keys: " + ", ".join(k for k in Suite.model_fields if k != "path")
 
 
