@@ -30,6 +30,21 @@ class _Worker:
         await self.process.wait()
 
 
+async def _reply(worker: _Worker, job_id: int) -> int | None:
+    """The exit code the worker reports for ``job_id`` (None at end of output)."""
+    assert worker.process.stdout is not None
+    while True:
+        line = await worker.process.stdout.readline()
+        if not line:
+            return None
+        try:
+            reply = json.loads(line)
+        except ValueError:  # not ours: something wrote to the pipe; keep reading
+            continue
+        if isinstance(reply, dict) and reply.get("id") == job_id:
+            return int(reply["code"])
+
+
 class WorkerPool:
     """At most ``size`` workers; :meth:`run` hands a job to an idle one."""
 
@@ -67,18 +82,18 @@ class WorkerPool:
                 worker = await self._start()
             self._counter += 1
             job = {**job, "id": self._counter}
-            assert worker.process.stdin is not None and worker.process.stdout is not None
+            assert worker.process.stdin is not None
             worker.process.stdin.write((json.dumps(job) + "\n").encode("utf-8"))
             await worker.process.stdin.drain()
             try:
-                line = await asyncio.wait_for(worker.process.stdout.readline(), limit)
+                reply = await asyncio.wait_for(_reply(worker, job["id"]), limit)
             except TimeoutError:
                 await worker.kill()
                 return f"timed out after {limit:g}s (raise timeout_seconds or --timeout)"
-            if not line:
+            if reply is None:
                 status = await worker.process.wait()
                 return f"the trial process exited with code {status}"
-            return int(json.loads(line)["code"])
+            return reply
         except (BrokenPipeError, ConnectionResetError):
             gone = await worker.process.wait() if worker is not None else None
             return f"the trial process exited with code {gone}"

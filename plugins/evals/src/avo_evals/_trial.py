@@ -125,6 +125,9 @@ def serve() -> int:
     """
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    quiet = os.open(os.devnull, os.O_WRONLY)  # until a job's log: nothing on the pipe
+    os.dup2(quiet, 1)
+    os.close(quiet)
     # A trial is unattended: whatever asks for input (an approval prompt) reads
     # end of input, never the job pipe.
     null = os.open(os.devnull, os.O_RDONLY)
