@@ -59,3 +59,19 @@ def echo_tool(effects: list[dict[str, Any]]) -> FunctionTool[EchoArgs]:
     return FunctionTool(
         name="echo", description="Echo the text.", arguments_model=EchoArgs, function=run
     )
+
+
+class Waits:
+    """An injectable ``sleep`` for AgentRuntime: records each wait instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+def waits() -> Waits:
+    """A recording ``sleep``: ``AgentRuntime(..., sleep=waits)``; ``waits.delays``."""
+    return Waits()

@@ -67,11 +67,15 @@ async def test_event_order_and_payloads(call: Any, answer: Any, echo_tool: Any) 
     assert transitions[-1] == ("decision_received", "completed")
     responded = events[3].payload
     assert responded["step"] == 1 and responded["provider"] == "fake"
-    assert responded["response"]["tool_call"]["name"] == "echo"
+    [decided] = responded["response"]["tool_calls"]
+    assert decided["name"] == "echo"
+    # The kernel mints the call's id; the script's (the vendor's) id is kept beside it.
+    call_id = decided["tool_call_id"]
+    assert decided["vendor_id"] == "c1" and call_id != "c1"
     approval = events[8].payload
     assert approval == {
-        "tool_call_id": "c1",
-        "idempotency_key": f"{result.run_id}:c1",
+        "tool_call_id": call_id,
+        "idempotency_key": f"{result.run_id}:{call_id}",
         "name": "echo",
         "mode": "v0.1_callback",
     }
@@ -84,7 +88,9 @@ async def test_event_order_and_payloads(call: Any, answer: Any, echo_tool: Any) 
     assert [m["role"] for m in first_request.messages] == ["system", "user"]
     second = provider.requests[1].messages
     assert second[-2]["tool_calls"][0]["function"]["name"] == "echo"  # type: ignore[index]
-    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "c1"
+    assert second[-2]["tool_calls"][0]["vendor_id"] == "c1"  # type: ignore[index]
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == call_id
+    assert second[-1]["vendor_id"] == "c1"
     assert provider.requests[0].tools[0].name == "echo"
 
 

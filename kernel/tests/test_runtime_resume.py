@@ -19,6 +19,7 @@ from avo.exceptions import (
     UnsafeResumeError,
 )
 from avo.storage.memory import InMemoryEventStore
+from avo.testing import minted_ids
 
 
 class Crash(BaseException):
@@ -76,10 +77,11 @@ async def test_tool_started_without_result_is_refused(call: Any, answer: Any) ->
     again = AgentRuntime(provider=FakeProvider(script), tools=[tool], event_store=store)
     with pytest.raises(UnsafeResumeError) as info:
         await again.resume(run_id)
+    [minted] = minted_ids(await store.get_events(run_id))["call-7"]
     assert str(info.value) == (
-        "Cannot safely resume because these tool calls started without a durable result: call-7"
+        f"Cannot safely resume because these tool calls started without a durable result: {minted}"
     )
-    assert info.value.tool_call_ids == ("call-7",)
+    assert info.value.tool_call_ids == (minted,)
 
 
 async def test_durable_result_is_reused_not_repeated(
@@ -98,7 +100,8 @@ async def test_durable_result_is_reused_not_repeated(
     assert effects == [{"text": "", "n": 1}, {"text": "", "n": 2}]  # c1 ran exactly once
     events = await store.get_events(run_id)
     started = [e.payload["tool_call_id"] for e in events if e.event_type is EventType.TOOL_STARTED]
-    assert started == ["c1", "c2"]
+    ids = minted_ids(events)
+    assert started == [ids["c1"][0], ids["c2"][0]]
     resumed_event = next(e for e in events if e.event_type is EventType.RUN_RESUMED)
     assert resumed_event.payload["state"] == "observation_recorded"
     log = RunLogState.from_events(run_id, events)

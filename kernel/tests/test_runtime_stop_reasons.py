@@ -13,6 +13,7 @@ from avo.circuit_breaker import CircuitBreakerPolicy
 from avo.exceptions import ProviderError
 from avo.hooks import HookEvent, HookRegistry, make_blocking_hook
 from avo.models import ToolMetadata
+from avo.retry import RetryPolicy
 
 
 class StepClock:
@@ -131,26 +132,90 @@ async def test_no_progress(call: Any, echo_tool: Any) -> None:
     assert result.stop_reason is StopReason.NO_PROGRESS and result.steps == 3
 
 
-async def test_consecutive_errors_fire_notification(answer: Any) -> None:
+async def test_consecutive_errors_fire_notification(answer: Any, waits: Any) -> None:
     notes: list[str] = []
     hooks = HookRegistry()
     hooks.register(HookEvent.NOTIFICATION, lambda ctx: notes.append(ctx.notification))
     provider = FakeProvider([ProviderError("busy") for _ in range(5)] + [answer()])
     runtime = AgentRuntime(
-        provider=provider, hooks=hooks, policy=LoopPolicy(consecutive_error_limit=3)
+        provider=provider,
+        hooks=hooks,
+        policy=LoopPolicy(consecutive_error_limit=3, retry=RetryPolicy(max_attempts=1)),
+        sleep=waits,
     )
     result, events = await finish(runtime)
     assert result.stop_reason is StopReason.CONSECUTIVE_ERRORS
     failures = [e.payload for e in events if e.event_type is EventType.MODEL_FAILED]
     assert [f["consecutive_errors"] for f in failures] == [1, 2, 3]
     assert failures[0]["error_type"] == "ProviderError" and failures[0]["retryable"] is True
-    assert notes == ["Run stopped: 3 consecutive errors (limit 3)."]
+    message = "Run stopped: 3 consecutive errors (limit 3). Last error: busy"
+    assert notes == [message] and result.error == message
 
 
-async def test_retryable_error_then_success(answer: Any) -> None:
+async def test_only_failures_that_exhausted_their_retries_count(answer: Any, waits: Any) -> None:
+    # 3 attempts a round: 8 failures are two exhausted rounds (2 counted) and 2 retries.
+    provider = FakeProvider([ProviderError(f"busy {i}") for i in range(8)] + [answer("ok")])
+    policy = LoopPolicy(
+        consecutive_error_limit=3, retry=RetryPolicy(max_attempts=3, initial_delay=1, jitter=0)
+    )
+    runtime = AgentRuntime(provider=provider, policy=policy, sleep=waits)
+    result, events = await finish(runtime)
+    assert (result.status, result.output, result.steps) == (RunState.COMPLETED, "ok", 1)
+    failures = [e.payload for e in events if e.event_type is EventType.MODEL_FAILED]
+    assert [f["consecutive_errors"] for f in failures] == [0, 0, 1, 1, 1, 2, 2, 2]
+    assert [f["attempt"] for f in failures] == list(range(1, 9))
+    # every failure is followed by a wait, on record in its event: backoff 1, 2, 4, 8 (capped)
+    assert waits.delays == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+    assert [f["retry_in_seconds"] for f in failures] == waits.delays
+    checkpoints = [e for e in events if e.event_type is EventType.CHECKPOINT_CREATED]
+    assert len(checkpoints) == 1 + 2 + 2  # created, 2 counted failures, decision, final
+
+
+async def test_exhausted_retries_stop_naming_the_cause(waits: Any) -> None:
+    error = ProviderError("OpenAI API returned HTTP 429: Rate limit reached", retry_after=2.5)
+    provider = FakeProvider([error], repeat_last=True)
+    policy = LoopPolicy(consecutive_error_limit=2, retry=RetryPolicy(max_attempts=2, jitter=0))
+    result, events = await finish(AgentRuntime(provider=provider, policy=policy, sleep=waits))
+    assert result.stop_reason is StopReason.CONSECUTIVE_ERRORS
+    assert result.error == (
+        "Run stopped: 2 consecutive errors (limit 2). "
+        "Last error: OpenAI API returned HTTP 429: Rate limit reached"
+    )
+    # Retry-After is honoured for each wait; the last failure stops the run without one.
+    assert waits.delays == [2.5, 2.5, 2.5]
+    failures = [e.payload for e in events if e.event_type is EventType.MODEL_FAILED]
+    assert [f["retry_in_seconds"] for f in failures] == [2.5, 2.5, 2.5, None]
+
+
+async def test_retry_after_beyond_the_maximum_falls_back_to_backoff(
+    answer: Any, waits: Any
+) -> None:
+    provider = FakeProvider([ProviderError("quota", retry_after=3600), answer()])
+    policy = LoopPolicy(retry=RetryPolicy(initial_delay=0.25, jitter=0, max_retry_after=60))
+    result, _ = await finish(AgentRuntime(provider=provider, policy=policy, sleep=waits))
+    assert result.status is RunState.COMPLETED and waits.delays == [0.25]
+
+
+async def test_retry_waits_never_outlast_max_runtime(waits: Any) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+
+    async def sleep(delay: float) -> None:
+        await waits(delay)
+        now[0] += timedelta(seconds=delay)
+
+    provider = FakeProvider([ProviderError("busy", retry_after=50)], repeat_last=True)
+    policy = LoopPolicy(max_runtime_seconds=120, retry=RetryPolicy(max_attempts=9))
+    runtime = AgentRuntime(provider=provider, policy=policy, sleep=sleep, clock=lambda: now[0])
+    result, _ = await finish(runtime)
+    assert result.stop_reason is StopReason.MAX_RUNTIME
+    assert waits.delays == [50, 50, 20]
+
+
+async def test_retryable_error_then_success(answer: Any, waits: Any) -> None:
     provider = FakeProvider([ProviderError("hiccup"), answer("ok")])
-    result, _ = await finish(AgentRuntime(provider=provider))
+    result, _ = await finish(AgentRuntime(provider=provider, sleep=waits))
     assert result.status is RunState.COMPLETED and result.output == "ok"
+    assert len(waits.delays) == 1 and 0.45 <= waits.delays[0] <= 0.55  # 0.5 s, 10% jitter
 
 
 async def test_policy_denied_by_callback(call: Any, echo_tool: Any, effects: list[Any]) -> None:
@@ -261,12 +326,12 @@ async def test_internal_error(call: Any, echo_tool: Any) -> None:
     assert result.error == "Internal error: ZeroDivisionError: oops"
 
 
-async def test_circuit_breaker_opens(answer: Any) -> None:
+async def test_circuit_breaker_opens(answer: Any, waits: Any) -> None:
     provider = FakeProvider([ProviderError("down") for _ in range(5)] + [answer()])
     policy = LoopPolicy(
         consecutive_error_limit=10, circuit_breaker=CircuitBreakerPolicy(failure_threshold=2)
     )
-    result, events = await finish(AgentRuntime(provider=provider, policy=policy))
+    result, events = await finish(AgentRuntime(provider=provider, policy=policy, sleep=waits))
     assert result.stop_reason is StopReason.PROVIDER_ERROR
     assert "circuit breaker is open" in (result.error or "")
     assert len([e for e in events if e.event_type is EventType.MODEL_FAILED]) == 3
@@ -288,6 +353,8 @@ def test_every_stop_reason_is_covered_here(reason: StopReason) -> None:
         "tool_error",
         "invalid_model_response",
         "internal_error",
+        "output_truncated",  # test_runtime_answers.py
+        "model_refused",  # test_runtime_answers.py
     }
     assert reason.value in covered
 

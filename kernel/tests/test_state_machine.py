@@ -35,7 +35,13 @@ TABLE = {
         RunState.CANCELLED,
     },
     RunState.MODEL_PENDING: {RunState.DECISION_RECEIVED, RunState.PAUSED} | ENDINGS,
-    RunState.DECISION_RECEIVED: {RunState.TOOL_PENDING, RunState.COMPLETED, RunState.PAUSED}
+    # -> MODEL_PENDING: a truncated answer continues, an answer the schema refused is retried
+    RunState.DECISION_RECEIVED: {
+        RunState.TOOL_PENDING,
+        RunState.MODEL_PENDING,
+        RunState.COMPLETED,
+        RunState.PAUSED,
+    }
     | ENDINGS,
     RunState.TOOL_PENDING: {RunState.APPROVAL_PENDING, RunState.PAUSED} | ENDINGS,
     RunState.APPROVAL_PENDING: {RunState.TOOL_EXECUTING, RunState.PAUSED} | ENDINGS,
@@ -53,7 +59,7 @@ FORBIDDEN = [(a, b) for a, b in itertools.product(RunState, RunState) if b not i
 
 def test_enums_have_the_reference_members() -> None:
     assert len(RunState) == 12
-    assert len(StopReason) == 13
+    assert len(StopReason) == 15  # the reference's 13, OUTPUT_TRUNCATED, MODEL_REFUSED
     assert {s.value for s in TERMINAL_STATES} == {"completed", "failed", "stopped", "cancelled"}
 
 
@@ -89,6 +95,8 @@ def test_terminal_states_allow_nothing() -> None:
                 StopReason.NO_PROGRESS,
                 StopReason.CONSECUTIVE_ERRORS,
                 StopReason.POLICY_DENIED,
+                StopReason.OUTPUT_TRUNCATED,
+                StopReason.MODEL_REFUSED,
             },
         ),
         (

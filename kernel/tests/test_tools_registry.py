@@ -44,7 +44,13 @@ def test_schema_forbids_additional_properties_on_every_object() -> None:
     assert schema["$defs"]["Inner"]["additionalProperties"] is False  # type: ignore[index]
     openai = to_openai_function("greet", "Greets.", Args)
     assert openai["type"] == "function" and openai["function"]["strict"] is True
-    assert openai["function"]["parameters"] == schema
+    # strict mode: every property required (an optional one stays nullable), no defaults
+    strict = openai["function"]["parameters"]
+    assert strict["required"] == ["name", "inner"]
+    assert "default" not in strict["properties"]["inner"]
+    assert {k: v for k, v in strict.items() if k not in ("required", "properties")} == {
+        k: v for k, v in schema.items() if k not in ("required", "properties")
+    }
     assert to_anthropic_tool("greet", "Greets.", Args) == {
         "name": "greet",
         "description": "Greets.",

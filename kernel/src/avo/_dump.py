@@ -1,12 +1,15 @@
-"""``response.model_dump(mode="json")`` for the run loop, built directly.
+"""A model response as JSON for the run loop, built directly.
 
 The loop dumps every model response into its MODEL_RESPONDED payload (and a
-FakeProvider its whole script into its snapshot). pydantic's serializer walks
-``JsonValue`` fields through Python callbacks; this builds the same dict from
-the validated fields in about a quarter of the time. Anything outside the
-plain shapes (a subclass, a value that is not JSON data) falls back to
-``model_dump`` itself, so the result is always equal to it
-(``kernel/tests/test_dump.py`` holds them equal). A tool result keeps
+FakeProvider its whole script into its snapshot), in a compact form:
+``model_dump(mode="json")`` without None fields and empty lists (a call's
+``vendor_id``/``signature`` when it has none, an answer's empty ``tool_calls``,
+no ``thinking``), which ``ModelResponse.model_validate`` reads back unchanged.
+pydantic's serializer walks ``JsonValue`` fields through Python callbacks;
+this builds the same dict from the validated fields in about a quarter of the
+time. Anything outside the plain shapes (a subclass, a value that is not JSON
+data) goes through ``model_dump`` and :func:`compact`, so the result is always
+the same (``kernel/tests/test_dump.py`` holds them equal). A tool result keeps
 ``model_dump``: its two datetimes format faster in pydantic than in Python.
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from avo.exceptions import AvoError
-from avo.models import ModelResponse, TokenUsage, ToolCall
+from avo.models import FinishReason, ModelResponse, TokenUsage, ToolCall
 
 
 class _NotPlain(AvoError):
@@ -39,9 +42,7 @@ def json_data(value: Any) -> Any:
     raise _NotPlain
 
 
-def _usage(usage: TokenUsage | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
+def _usage(usage: TokenUsage) -> dict[str, Any]:
     if type(usage) is not TokenUsage:
         raise _NotPlain
     fields = usage.__dict__
@@ -49,29 +50,69 @@ def _usage(usage: TokenUsage | None) -> dict[str, Any] | None:
 
 
 def response_json(response: ModelResponse) -> dict[str, Any]:
-    """``response.model_dump(mode="json")``."""
+    """``response.model_dump(mode="json")`` without None fields and empty lists.
+
+    The compact form each MODEL_RESPONDED event carries (and a FakeProvider
+    snapshot): ``ModelResponse.model_validate`` reads it back unchanged.
+    """
     try:
         if type(response) is not ModelResponse:
             raise _NotPlain
         fields = response.__dict__
-        call = fields["tool_call"]
-        if call is not None:
-            if type(call) is not ToolCall:
-                raise _NotPlain
-            inner = call.__dict__
-            call = {
-                "tool_call_id": inner["tool_call_id"],
-                "name": inner["name"],
-                "arguments": json_data(inner["arguments"]),
-            }
-        return {
-            "response_id": fields["response_id"],
-            "content": fields["content"],
-            "tool_call": call,
-            "usage": _usage(fields["usage"]),
-        }
+        out: dict[str, Any] = {"response_id": fields["response_id"]}
+        content = fields["content"]
+        if content is not None:
+            out["content"] = content
+        calls = fields["tool_calls"]
+        if calls:
+            dumped = []
+            for call in calls:
+                if type(call) is not ToolCall:
+                    raise _NotPlain
+                inner = call.__dict__
+                entry = {
+                    "tool_call_id": inner["tool_call_id"],
+                    "name": inner["name"],
+                    "arguments": json_data(inner["arguments"]),
+                }
+                if inner["vendor_id"] is not None:
+                    entry["vendor_id"] = inner["vendor_id"]
+                if inner["signature"] is not None:
+                    entry["signature"] = inner["signature"]
+                dumped.append(entry)
+            out["tool_calls"] = dumped
+        usage = fields["usage"]
+        if usage is not None:
+            out["usage"] = _usage(usage)
+        finish = fields["finish_reason"]
+        if finish is not None:
+            out["finish_reason"] = _FINISH_VALUE[finish]
+        thinking = fields["thinking"]
+        if thinking:
+            out["thinking"] = [json_data(block) for block in thinking]
+        return out
     except _NotPlain:
-        return response.model_dump(mode="json")
+        return compact(response.model_dump(mode="json"))
 
 
-__all__ = ["json_data", "response_json"]
+def compact(dumped: dict[str, Any]) -> dict[str, Any]:
+    """A response's ``model_dump(mode="json")`` in the compact form of :func:`response_json`."""
+    out = {key: value for key, value in dumped.items() if value is not None and value != []}
+    calls = out.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [
+            {k: v for k, v in call.items() if v is not None or k not in _OPTIONAL_CALL_KEYS}
+            if isinstance(call, dict)
+            else call
+            for call in calls
+        ]
+    return out
+
+
+_OPTIONAL_CALL_KEYS = frozenset({"vendor_id", "signature"})
+
+
+_FINISH_VALUE = {reason: reason.value for reason in FinishReason}
+
+
+__all__ = ["compact", "json_data", "response_json"]

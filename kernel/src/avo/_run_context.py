@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from avo.events import AgentEvent, RunLogState
-from avo.models import Checkpoint, ModelResponse, RunRecord, ToolCall
+from avo.models import Checkpoint, ModelResponse, RunRecord, ToolCall, ToolResult
 from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector, history_limit_for
 from avo.state import RunState
@@ -30,7 +30,25 @@ class _RunContext:
     consecutive_errors: int = 0
     last_input_tokens: int = 0
     pending_response: ModelResponse | None = None
-    pending_call: ToolCall | None = None
+    # The open tool-call batch (the pending response's calls, in the model's order;
+    # a PRE_TOOL_USE hook may have replaced a call with a copy holding new
+    # arguments), each call's durable result, and the transcript text of a call
+    # that got none (denied). Folded into the transcript when the batch closes.
+    calls: list[ToolCall] = field(default_factory=list)
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)
+    # Failed provider attempts since the last response (retries within a step),
+    # and the last error a provider or a tool reported (named when errors stop a run).
+    provider_attempts: int = 0
+    last_error: str | None = None
+    # A truncated answer being continued, and the turns used; answers the output
+    # schema refused so far; the schema (a pydantic model) and its parsed answer.
+    partial_output: str | None = None
+    continuation_turns: int = 0
+    output_retries: int = 0
+    output_model: Any = None
+    output_schema: dict[str, JsonValue] | None = None
+    parsed: Any = None
 
     policy_json: dict[str, Any] = field(default_factory=dict)
     # The write buffer (see avo.runtime_persistence.flush): events validated and
@@ -45,8 +63,9 @@ class _RunContext:
     # and whether ``run`` is a head object no one outside the buffer has seen.
     batch: Any = None
     head_private: bool = False
-    # The pending call's redacted (tool_call_id, name, arguments) payload, by call.
-    call_payload: tuple[ToolCall, dict[str, Any]] | None = None
+    # Each open call's redacted (tool_call_id, name, arguments) payload, by call id
+    # (with the call object it was made from).
+    call_payloads: dict[str, tuple[ToolCall, dict[str, Any]]] = field(default_factory=dict)
     # The last checkpoint's copy of completed_tool_call_ids (reused while unchanged).
     completed_snapshot: set[str] | None = None
     # The last copy of ``messages`` handed out (a checkpoint's, a model request's),

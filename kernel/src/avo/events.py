@@ -21,6 +21,7 @@ from avo.exceptions import EventInvariantError, InvalidStateTransitionError
 from avo.models import AvoModel, new_id, utc_now
 from avo.state import (
     LEGAL_MOVES,
+    MODEL_OUTCOME_REASONS,
     RunState,
     StopReason,
     validate_terminal_outcome,
@@ -263,7 +264,8 @@ def validate_event_append(state: RunLogState, event: AgentEvent) -> None:
     call and no earlier result; a terminal event's state and stop reason agree;
     a person is asked at most once per tool call, and an answer needs an open
     request and a run that waits for it (paused or awaiting approval);
-    RUN_COMPLETED needs a prior MODEL_RESPONDED.
+    RUN_COMPLETED, and a stop for a model outcome (OUTPUT_TRUNCATED,
+    MODEL_REFUSED), need a prior MODEL_RESPONDED.
     """
     kind = event.event_type
     if event.run_id != state.run_id:
@@ -367,6 +369,8 @@ def _check_terminal(state: RunLogState, kind: EventType, payload: dict[str, Json
         raise _fail(state, f"{kind.value} cannot carry state {run_state.value}")
     if kind is EventType.RUN_COMPLETED and not state.model_responded:
         raise _fail(state, "run_completed requires a prior model_responded")
+    if reason is not None and reason in MODEL_OUTCOME_REASONS and not state.model_responded:
+        raise _fail(state, f"{kind.value} with {reason.value} requires a prior model_responded")
 
 
 __all__ = [

@@ -18,8 +18,9 @@
     │   │   └── StaleWriteError     (a batch built from an out-of-date view of the run)
     │   └── LeaseError              (another writer holds the run)
     │       └── RunBusyError        (a live process is driving the run: .owner)
-    ├── ProviderError(message, *, retryable=True)
+    ├── ProviderError(message, *, retryable=True, retry_after=None, status_code=None)
     │   └── FakeProviderExhaustedError   (retryable=False)
+    ├── OutputSchemaError           (a final answer does not match run(output_schema=...))
     ├── ConfigError                 (also a ValueError)
     ├── PluginError
     │   ├── PluginConflictError     (two packages claim one name)
@@ -169,11 +170,32 @@ class RunBusyError(LeaseError):
 
 
 class ProviderError(AvoError):
-    """A model provider failed. ``retryable`` says whether trying again can help."""
+    """A model provider failed. ``retryable`` says whether trying again can help.
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
+    ``retry_after`` is the seconds the vendor asked to wait before trying again
+    (an HTTP ``Retry-After``), ``status_code`` the HTTP status, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        retry_after: float | None = None,
+        status_code: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after = retry_after
+        self.status_code = status_code
+
+
+class OutputSchemaError(AvoError):
+    """A final answer does not match the output schema the run was given.
+
+    The run loop sends the error back to the model (``LoopPolicy.output_retries``
+    times) before failing the run with INVALID_MODEL_RESPONSE.
+    """
 
 
 class FakeProviderExhaustedError(ProviderError):
@@ -292,6 +314,7 @@ __all__ = [
     "MCPError",
     "NotifierError",
     "OptionalDependencyError",
+    "OutputSchemaError",
     "PluginConflictError",
     "PluginError",
     "ProviderError",

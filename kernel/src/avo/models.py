@@ -7,7 +7,8 @@ import os
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
@@ -197,11 +198,22 @@ class ToolMetadata(AvoModel):
 
 
 class ToolCall(AvoModel):
-    """One tool invocation requested by the model."""
+    """One tool invocation requested by the model.
+
+    ``tool_call_id`` identifies the call in the run's events and transcript.
+    The runtime replaces whatever id a provider put there with one it mints
+    itself when it records the response (so a vendor that repeats ids cannot
+    confuse two calls), and keeps the vendor's id in ``vendor_id``: adapters
+    send ``vendor_id`` back to the vendor that made it. ``signature`` is an
+    opaque token a vendor attached to the call (Gemini's ``thoughtSignature``)
+    that must travel back with it on later turns.
+    """
 
     tool_call_id: str = Field(default_factory=new_id, min_length=1)
     name: str = Field(min_length=1)
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    vendor_id: str | None = None
+    signature: str | None = None
 
 
 class ToolResult(AvoModel):
@@ -234,6 +246,11 @@ class ModelRequest(AvoModel):
     Read-only for a provider: ``messages`` (the list and its message dicts) is
     shared with the run's latest checkpoint, not copied for each request.
     Build a new list to send a changed transcript.
+
+    ``output_schema`` (set only for providers that declare
+    ``supports_output_schema``) is the JSON schema the final answer must
+    match; its ``title`` names it. A provider asks its vendor for JSON output
+    in that shape where the vendor can do so.
     """
 
     request_id: str = Field(default_factory=new_id)
@@ -243,21 +260,87 @@ class ModelRequest(AvoModel):
     tools: list[ToolMetadata] = Field(default_factory=list)
     cache: bool = False
     cache_prefix_messages: int | None = Field(default=None, ge=0)
+    output_schema: dict[str, JsonValue] | None = None
+
+
+class FinishReason(StrEnum):
+    """Why the model stopped producing a response, in the kernel's words.
+
+    Each provider adapter maps its vendor's spelling (``end_turn``,
+    ``max_tokens``, ``MAX_TOKENS``, ``SAFETY``, ...) onto these.
+    """
+
+    STOP = "stop"
+    """A complete answer (or the end of a turn)."""
+    LENGTH = "length"
+    """Cut off at the output-token limit: the answer is incomplete."""
+    TOOL_CALLS = "tool_calls"
+    """The model asked for tool calls."""
+    CONTENT_FILTER = "content_filter"
+    """The vendor's safety filter withheld or cut the answer."""
+    REFUSAL = "refusal"
+    """The model declined to answer."""
+    UNKNOWN = "unknown"
+    """The vendor gave a reason the adapter does not know."""
 
 
 class ModelResponse(AvoModel):
-    """A provider's decision: a final answer (content) or one tool call."""
+    """A provider's decision: a final answer (content) or tool calls.
+
+    ``tool_calls`` holds every call of the turn, in the model's order (the
+    runtime runs them all). ``ModelResponse(tool_call=call)`` and the
+    ``tool_call`` property (the first call) keep single-call code working.
+    ``finish_reason`` says why the model stopped (None: not reported).
+    ``thinking`` holds the vendor's reasoning blocks (with their signatures)
+    that must be sent back on later turns, each tagged with the ``source``
+    adapter that made it; the runtime keeps them in the transcript.
+    """
 
     response_id: str = Field(default_factory=new_id)
     content: str | None = None
-    tool_call: ToolCall | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage | None = None
+    finish_reason: FinishReason | None = None
+    thinking: list[dict[str, JsonValue]] = Field(default_factory=list)
+
+    if TYPE_CHECKING:  # the constructor also takes the single-call spelling ``tool_call=``
+
+        def __init__(
+            self,
+            *,
+            response_id: str = ...,
+            content: str | None = None,
+            tool_call: ToolCall | None = None,
+            tool_calls: list[ToolCall] = ...,
+            usage: TokenUsage | None = None,
+            finish_reason: FinishReason | None = None,
+            thinking: list[dict[str, JsonValue]] = ...,
+        ) -> None: ...
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_call(cls, data: Any) -> Any:
+        """Accept the single-call spelling ``tool_call=`` (also in stored responses)."""
+        if isinstance(data, dict) and "tool_call" in data:
+            data = dict(data)
+            call = data.pop("tool_call")
+            if call is not None:
+                if data.get("tool_calls"):
+                    raise ValueError("pass tool_call or tool_calls, not both")
+                data["tool_calls"] = [call]
+        return data
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ModelResponse:
-        if (self.content is None) == (self.tool_call is None):
+        if (self.content is None) == (not self.tool_calls):
             raise ValueError("model response must contain exactly one of content or tool_call")
         return self
+
+    @property
+    def tool_call(self) -> ToolCall | None:
+        """The first tool call, or None for a final answer."""
+        calls = self.tool_calls
+        return calls[0] if calls else None
 
     @property
     def is_final(self) -> bool:
@@ -313,10 +396,20 @@ class Checkpoint(AvoModel):
     shaper_state: dict[str, JsonValue] = Field(default_factory=dict)
     """Each request shaper's own state by shaper name (a context policy's compaction
     state, say), so a resumed run shapes its requests exactly as before."""
+    partial_output: str | None = None
+    """A truncated answer being continued (its parts so far, joined)."""
+    continuation_turns: int = 0
+    """Continuation turns used for the current answer."""
+    output_retries: int = 0
+    """Answers refused by the run's output schema so far."""
 
 
 class RunResult(AvoModel):
-    """What run() and resume() return."""
+    """What run() and resume() return.
+
+    ``parsed`` is the final answer validated against ``run(..., output_schema=)``
+    (an instance of that model), or None.
+    """
 
     run_id: str
     status: RunState
@@ -326,12 +419,14 @@ class RunResult(AvoModel):
     steps: int
     token_usage: TokenUsage
     token_accounting_available: bool
+    parsed: Any = None
 
 
 __all__ = [
     "ArgumentKind",
     "AvoModel",
     "Checkpoint",
+    "FinishReason",
     "ModelRequest",
     "ModelResponse",
     "RunRecord",

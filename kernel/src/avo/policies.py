@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from avo.circuit_breaker import CircuitBreakerPolicy
 from avo.models import TokenUsage
+from avo.retry import RetryPolicy
 from avo.state import StopReason
 
 
@@ -26,6 +27,17 @@ class LoopPolicy(BaseModel):
     provider_timeout_seconds: float = Field(default=60, gt=0)
     tool_timeout_seconds: float = Field(default=60, gt=0)
     circuit_breaker: CircuitBreakerPolicy | None = None
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    """How a failed provider call is retried within a step (each retry is recorded);
+    only a failure that exhausted its retries counts toward consecutive_error_limit."""
+    max_parallel_tool_calls: int = Field(default=4, gt=0)
+    """How many inspect-only tool calls of one model turn may run at once (1: one by one)."""
+    continuation_turns: int = Field(default=2, ge=0)
+    """How often a final answer cut off at the output-token limit is continued
+    before the run stops with OUTPUT_TRUNCATED."""
+    output_retries: int = Field(default=2, ge=0)
+    """How often an answer that fails the run's output schema is sent back with the
+    validation error before the run fails with INVALID_MODEL_RESPONSE."""
 
     def token_budget_reason(
         self, usage: TokenUsage, *, accounting_available: bool

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import os
+import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
 from avo._run_setup import RunScope, session_of
 from avo._steering import SteeringQueue
+from avo._transcript import close_batch, tool_calls_message, trim_batch
 from avo.bundles import check_bundle
 from avo.circuit_breaker import CircuitBreaker
 from avo.context_window import ContextWindow, resolve_context_window
@@ -44,16 +46,15 @@ from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector
 from avo.providers.base import ModelProvider
 from avo.redaction import Redactor, StreamRedactor
+from avo.runtime_answers import output_json_schema, schema_instruction
 from avo.runtime_handlers import HANDLERS
 from avo.runtime_persistence import (
     append,
-    apply_tool_result,
     checkpoint,
     notify_appended,
     restore_provider,
     result_of,
     terminate,
-    tool_call_message,
     transition,
 )
 from avo.runtime_tools import always_approve
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], datetime]
 ApprovalCallback = Callable[[ToolCall], bool | Awaitable[bool]]
+Sleep = Callable[[float], Awaitable[object]]
 
 logger = logging.getLogger("avo.runtime")
 
@@ -101,6 +103,7 @@ class AgentRuntime:
         bundles: Iterable[Any] = (),
         context_window: int | ContextWindow | None = None,
         workspace: str | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -122,6 +125,13 @@ class AgentRuntime:
         self._provider_name = _text_attr(provider, "name")
         self._provider_model = _text_attr(provider, "model")
         self._breaker: CircuitBreaker | None = None
+        # How the loop waits before retrying a provider call (injectable for tests),
+        # and the jitter source of the retry backoff.
+        self.sleep: Sleep = sleep
+        self._random: Callable[[], float] = random.random
+        # Providers that declare JSON-schema output get run(output_schema=) as a
+        # request field; the others get an instruction in the transcript.
+        self._schema_mode = getattr(provider, "supports_output_schema", False) is True
         # Masks secrets (secret-named env values, bearer tokens, API-key shapes) in
         # everything the runtime persists or reports: event payloads, the run head's
         # task/output/error. ``environ`` (default os.environ) gives the secret-named
@@ -169,12 +179,16 @@ class AgentRuntime:
         user_state: dict[str, JsonValue] | None = None,
         run_id: str | None = None,
         session_id: str | None = None,
+        output_schema: type[Any] | None = None,
     ) -> RunResult:
         """Start a run for ``task`` and drive it to a terminal state.
 
         With ``session_id`` the run continues that session (see :mod:`avo.sessions`):
         it starts from the transcript the session's previous run ended with.
+        ``output_schema`` (a pydantic model class): the final answer must be JSON
+        matching it; the parsed object is ``RunResult.parsed``.
         """
+        schema = output_json_schema(output_schema) if output_schema is not None else None
         async with self._lock, RunScope(self) as scope:
             run_id = run_id or new_id()
             setup = await scope.prepare(run_id, task, session_id, resumed=False)
@@ -190,6 +204,8 @@ class AgentRuntime:
             if system_prompt:
                 messages.append({"role": "system", "content": system_prompt})
             messages.extend(setup.carried)
+            if schema is not None and not self._schema_mode:
+                messages.append({"role": "system", "content": schema_instruction(schema)})
             messages.append({"role": "user", "content": task})
             payload: dict[str, JsonValue] = {
                 "task": self.redactor.text(task),
@@ -197,6 +213,8 @@ class AgentRuntime:
             }
             if system_prompt:
                 payload["system_prompt"] = self.redactor.text(system_prompt)
+            if schema is not None:
+                payload["output_schema"] = schema
             plugin_set = self._plugin_set()
             if plugin_set is not None:
                 payload["plugins"] = plugin_set
@@ -213,6 +231,8 @@ class AgentRuntime:
                 messages=messages,
                 started_at=now,
                 batch=getattr(self.event_store, "append_batch", None),
+                output_model=output_schema,
+                output_schema=schema,
             )
             scope.attach(ctx)
             validate_event_append(ctx.log, event)
@@ -232,8 +252,12 @@ class AgentRuntime:
             notify_appended(self, stored, ctx)
             return await self._drive(ctx)
 
-    async def resume(self, run_id: str) -> RunResult:
-        """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe."""
+    async def resume(self, run_id: str, *, output_schema: type[Any] | None = None) -> RunResult:
+        """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe.
+
+        A run started with ``output_schema`` is resumed with the same one.
+        """
+        schema = output_json_schema(output_schema) if output_schema is not None else None
         async with self._lock, RunScope(self) as scope:
             run = await self.event_store.get_run(run_id)
             if run is None:
@@ -255,6 +279,7 @@ class AgentRuntime:
             events = await self.event_store.get_events(run_id)
             log = RunLogState.from_events(run_id, events)
             self._check_plugin_set(run_id, events)
+            _check_output_schema(run_id, events, schema)
             open_calls = sorted(log.open_tool_calls)
             if open_calls:
                 raise UnsafeResumeError(
@@ -267,7 +292,9 @@ class AgentRuntime:
             setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
             ctx = self._context_from_checkpoint(run, log, cp)
             scope.attach(ctx, cp.shaper_state)
-            target = self._recover_result_after_checkpoint(ctx, cp, events)
+            ctx.output_model = output_schema
+            ctx.output_schema = schema
+            target = self._recover_results_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if log.state is not target:
                 if log.state is not RunState.PAUSED:
@@ -435,31 +462,64 @@ class AgentRuntime:
             completed_tool_call_ids=set(cp.completed_tool_call_ids) | log.finished_tool_calls,
             consecutive_errors=cp.consecutive_errors,
             pending_response=response,
-            pending_call=response.tool_call if response is not None else None,
+            partial_output=cp.partial_output,
+            continuation_turns=cp.continuation_turns,
+            output_retries=cp.output_retries,
         )
 
-    def _recover_result_after_checkpoint(
+    def _recover_results_after_checkpoint(
         self, ctx: _RunContext, cp: Checkpoint, events: list[AgentEvent]
     ) -> RunState:
-        """If the pending call finished after the checkpoint, use its durable result."""
-        call = ctx.pending_call
-        if cp.state is not RunState.DECISION_RECEIVED or call is None:
-            return cp.state
-        if call.tool_call_id not in ctx.log.finished_tool_calls:
-            return cp.state
-        for event in reversed(events):
-            if event.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED) and (
-                event.payload.get("tool_call_id") == call.tool_call_id
+        """Line the transcript up with the pending decision; reuse durable tool results.
+
+        A checkpoint written while the run was stopping may already hold the
+        decision's messages: they are dropped, the handler adds them again. Calls
+        of the pending batch that finished after the checkpoint keep their
+        durable result (read back from TOOL_COMPLETED / TOOL_FAILED) and never run
+        again; when all did, the run continues from OBSERVATION_RECORDED.
+        """
+        response = ctx.pending_response
+        state = cp.state
+        if response is None:
+            return state
+        messages = ctx.messages
+        if response.content is not None:
+            last = messages[-1] if messages else None
+            if (
+                last is not None
+                and last.get("role") == "assistant"
+                and last.get("content") == response.content
+                and "tool_calls" not in last
             ):
-                result = ToolResult.model_validate(event.payload["result"])
-                break
-        else:  # pragma: no cover - finished_tool_calls came from these events
-            raise UnsafeResumeError(f"no durable result found for {call.tool_call_id}")
-        ctx.messages.append(tool_call_message(call))
-        ctx.detector.record_action(call)
-        apply_tool_result(ctx, result)
+                messages.pop()
+            return state
+        calls = list(response.tool_calls)
+        opened = state in _BATCH_STATES
+        trim_batch(messages, calls, keep=opened)
+        if opened:
+            ctx.calls = calls
+        finished = ctx.log.finished_tool_calls
+        done = {call.tool_call_id for call in calls} & finished
+        if not done:
+            return state
+        for event in events:
+            if event.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+                call_id = event.payload.get("tool_call_id")
+                if call_id in done and call_id not in ctx.results:
+                    result = ToolResult.model_validate(event.payload["result"])
+                    ctx.results[result.tool_call_id] = result
+        if len(ctx.results) < len(calls) or state not in (
+            RunState.DECISION_RECEIVED,
+            *_BATCH_STATES,
+        ):
+            return state
+        if not opened:
+            messages.append(tool_calls_message(calls, response.thinking))
+            for call in calls:
+                ctx.detector.record_action(call)
+            ctx.calls = calls
+        close_batch(ctx)
         ctx.pending_response = None
-        ctx.pending_call = None
         return RunState.OBSERVATION_RECORDED
 
     # ------------------------------------------------------------------ plugins
@@ -503,6 +563,30 @@ class AgentRuntime:
         if faults:
             run_id = ctx.run_id if ctx is not None else str(kwargs.get("run_id", "?"))
             report_observer_faults(self, ctx, hook_name, faults, run_id)
+
+
+_BATCH_STATES = (RunState.TOOL_PENDING, RunState.APPROVAL_PENDING, RunState.TOOL_EXECUTING)
+"""States with an open tool-call batch (its assistant message is in the transcript)."""
+
+
+def _check_output_schema(
+    run_id: str, events: list[AgentEvent], schema: dict[str, JsonValue] | None
+) -> None:
+    """Refuse to resume a run with another output schema than the one it started with."""
+    recorded = events[0].payload.get("output_schema") if events else None
+    if recorded == schema:
+        return
+    if recorded is None:
+        problem = "it was started without an output_schema; resume it without one"
+    elif schema is None:
+        title = recorded.get("title") if isinstance(recorded, dict) else None
+        problem = (
+            f"it was started with output_schema={title or 'a model'}; "
+            "pass the same model as resume(run_id, output_schema=...)"
+        )
+    else:
+        problem = "its output_schema differs from the one it was started with"
+    raise UnsafeResumeError(f"Cannot safely resume run {run_id!r}: {problem}", run_id=run_id)
 
 
 def _text_attr(obj: object, name: str) -> str | None:

@@ -19,6 +19,8 @@ async def check_consecutive_errors(rt: AgentRuntime, ctx: _RunContext) -> bool:
     if ctx.consecutive_errors < limit:
         return False
     message = f"Run stopped: {ctx.consecutive_errors} consecutive errors (limit {limit})."
+    if ctx.last_error:
+        message += f" Last error: {ctx.last_error}"
     if rt.hooks is not None:
         await flush(rt, ctx)
         decision = await rt.hooks.fire(

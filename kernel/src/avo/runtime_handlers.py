@@ -16,19 +16,22 @@ from pydantic import ValidationError
 from avo._deadline import within
 from avo._dump import response_json
 from avo._run_context import _RunContext
+from avo._transcript import tool_calls_message
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
-from avo.models import ModelRequest, ModelResponse, replaced, trusted
+from avo.models import ModelRequest, ModelResponse, ToolCall, event_id, replaced, trusted
 from avo.prompt_cache import stable_prefix_size
+from avo.retry import retry_after_of
+from avo.runtime_answers import finish_answer, handle_answer
 from avo.runtime_checks import check_consecutive_errors, stopped_by_runtime_bound
 from avo.runtime_persistence import (
     append,
     append_with_run,
     checkpoint,
+    elapsed_seconds,
     flush,
     terminate,
-    tool_call_message,
     transition,
     trigger_policy,
 )
@@ -97,16 +100,20 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
             return
     if rt._steering.queued:  # messages posted while the run worked join the transcript
         rt._steering.deliver(rt, ctx)
+    request_id = f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}"
+    if ctx.provider_attempts:
+        request_id = f"{request_id}.{ctx.provider_attempts}"
     request = trusted(
         ModelRequest,
         {
-            "request_id": f"{ctx.run_id}:{ctx.next_step}:{ctx.consecutive_errors}",
+            "request_id": request_id,
             "run_id": ctx.run_id,
             "step": ctx.next_step,
             "messages": ctx.transcript(),
             "tools": rt.tools.metadata,
             "cache": rt.prompt_cache,
             "cache_prefix_messages": stable_prefix_size(ctx.messages) if rt.prompt_cache else None,
+            "output_schema": ctx.output_schema if rt._schema_mode else None,
         },
     )
     seam = ctx.seam
@@ -163,6 +170,9 @@ async def _record_response(
     # A known secret the model echoes (in its answer or a tool call's arguments) is
     # masked before the transcript, a tool, a checkpoint or an event sees it.
     response = _mask_known_secrets(rt, response)
+    ctx.provider_attempts = 0
+    if response.tool_calls:
+        response = _with_kernel_ids(response)
     run = ctx.run
     usage = response.usage
     accounting = run.token_accounting_available and usage is not None
@@ -173,13 +183,18 @@ async def _record_response(
     step = ctx.next_step
     # One redaction walk over the response; a tool call's four events reuse its result.
     dumped = rt.redactor.value(response_json(response))
-    call = response.tool_call
-    if call is not None:
-        redacted_call = dumped["tool_call"]
-        ctx.call_payload = (
-            call,
-            {key: redacted_call[key] for key in ("tool_call_id", "name", "arguments")},
-        )
+    calls = response.tool_calls
+    if calls:
+        payloads = ctx.call_payloads = {}
+        for call, redacted in zip(calls, dumped["tool_calls"], strict=True):
+            payloads[call.tool_call_id] = (
+                call,
+                {
+                    "tool_call_id": redacted["tool_call_id"],
+                    "name": redacted["name"],
+                    "arguments": redacted["arguments"],
+                },
+            )
     append_with_run(
         rt,
         ctx,
@@ -189,7 +204,7 @@ async def _record_response(
             "response": dumped,
             "duration_ms": round(duration_ms, 3),
             "token_accounting_available": accounting,
-            "usage": dumped["usage"],  # the response's own usage, already dumped
+            "usage": dumped.get("usage"),  # the response's own usage, already dumped
             "provider": rt._provider_name,  # the runtime's configuration, not model output
             "model": rt._provider_model,
         },
@@ -202,7 +217,7 @@ async def _record_response(
     ctx.pending_response = response
     transition(rt, ctx, RunState.DECISION_RECEIVED)
     policy = ctx.policy
-    if policy.checkpoint_every_step or response.tool_call is not None:
+    if policy.checkpoint_every_step or calls:
         await checkpoint(rt, ctx)
     reason = policy.token_budget_reason(total, accounting_available=accounting)
     if reason is not None:
@@ -238,12 +253,43 @@ def _mask_known_secrets(rt: AgentRuntime, response: ModelResponse) -> ModelRespo
         content = redactor.known(response.content)
         if content is not response.content:
             updates["content"] = content
-    call = response.tool_call
-    if call is not None:
-        arguments = redactor.known(call.arguments)
-        if arguments is not call.arguments:
-            updates["tool_call"] = replaced(call, arguments=arguments)
+    calls = response.tool_calls
+    if calls:
+        masked = [_masked_call(redactor, call) for call in calls]
+        if any(new is not old for new, old in zip(masked, calls, strict=True)):
+            updates["tool_calls"] = masked
     return replaced(response, **updates) if updates else response
+
+
+def _masked_call(redactor: Any, call: ToolCall) -> ToolCall:
+    arguments = redactor.known(call.arguments)
+    return call if arguments is call.arguments else replaced(call, arguments=arguments)
+
+
+def _with_kernel_ids(response: ModelResponse) -> ModelResponse:
+    """``response`` with a kernel-minted id on every call; the vendor's id moves to vendor_id.
+
+    A call whose id the provider never set (the model's default) has no vendor id.
+    """
+    owned = []
+    for call in response.tool_calls:
+        fields = call.__dict__
+        vendor_id = fields["vendor_id"]
+        if vendor_id is None and "tool_call_id" in call.__pydantic_fields_set__:
+            vendor_id = fields["tool_call_id"]
+        owned.append(
+            trusted(
+                ToolCall,
+                {
+                    "tool_call_id": event_id(),
+                    "name": fields["name"],
+                    "arguments": fields["arguments"],
+                    "vendor_id": vendor_id,
+                    "signature": fields["signature"],
+                },
+            )
+        )
+    return replaced(response, tool_calls=owned)
 
 
 async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Exception) -> None:
@@ -265,33 +311,66 @@ async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Excep
 
 
 async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: ProviderError) -> None:
-    """Count the failure, record MODEL_FAILED, checkpoint; fail, stop or retry."""
-    ctx.consecutive_errors += 1
+    """Record MODEL_FAILED; retry after a wait, or count the failure and fail or stop.
+
+    A retryable failure is retried (after ``LoopPolicy.retry``'s backoff, or the
+    vendor's Retry-After) until ``retry.max_attempts`` calls failed in a row;
+    only a failure that exhausted its retries counts toward
+    ``consecutive_error_limit`` (and is checkpointed). A non-retryable failure
+    ends the run FAILED / PROVIDER_ERROR at once.
+    """
     if rt._breaker is not None:
         rt._breaker.record_failure()
-    append(
-        rt,
-        ctx,
-        EventType.MODEL_FAILED,
-        {
-            "step": ctx.next_step,
-            "error": str(exc),
-            "error_type": type(exc).__name__,
-            "retryable": exc.retryable,
-            "consecutive_errors": ctx.consecutive_errors,
-        },
-    )
-    await checkpoint(rt, ctx)
-    if not exc.retryable or isinstance(exc, FakeProviderExhaustedError):
+    policy = ctx.policy
+    retry = policy.retry
+    ctx.provider_attempts += 1
+    attempt = ctx.provider_attempts
+    retryable = exc.retryable and not isinstance(exc, FakeProviderExhaustedError)
+    counted = not retryable or attempt % retry.max_attempts == 0
+    message = str(exc)
+    if counted:
+        ctx.consecutive_errors += 1
+        ctx.last_error = message
+    again = retryable and (not counted or ctx.consecutive_errors < policy.consecutive_error_limit)
+    delay = _retry_delay(rt, ctx, attempt, exc) if again else None
+    payload: dict[str, Any] = {
+        "step": ctx.next_step,
+        "error": message,
+        "error_type": type(exc).__name__,
+        "retryable": exc.retryable,
+        "consecutive_errors": ctx.consecutive_errors,
+        "attempt": attempt,
+        "max_attempts": retry.max_attempts,
+        "retry_in_seconds": None if delay is None else round(delay, 3),
+    }
+    if exc.status_code is not None:
+        payload["status_code"] = exc.status_code
+    append(rt, ctx, EventType.MODEL_FAILED, payload)
+    if counted:
+        await checkpoint(rt, ctx)
+    if not retryable:
         await terminate(
             rt, ctx, RunState.FAILED, StopReason.PROVIDER_ERROR, error=f"Provider error: {exc}"
         )
         return
-    await check_consecutive_errors(rt, ctx)
+    if counted and await check_consecutive_errors(rt, ctx):
+        return
+    await flush(rt, ctx)  # the retry is on record before the wait
+    if delay:
+        await rt.sleep(delay)
+
+
+def _retry_delay(rt: AgentRuntime, ctx: _RunContext, attempt: int, exc: ProviderError) -> float:
+    """The wait before the next attempt, never past the run's max_runtime_seconds."""
+    delay = ctx.policy.retry.wait_before(attempt, retry_after_of(exc), rand=rt._random)
+    limit = ctx.policy.max_runtime_seconds
+    if limit is not None:
+        delay = min(delay, max(0.0, limit - elapsed_seconds(rt, ctx)))
+    return delay
 
 
 async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Complete on a final answer; otherwise record the tool call and go to TOOL_PENDING."""
+    """Handle a final answer, or open the tool-call batch and go to TOOL_PENDING."""
     response = ctx.pending_response
     if response is None:
         answer = _final_answer_in_transcript(ctx)
@@ -299,28 +378,29 @@ async def handle_decision_received(rt: AgentRuntime, ctx: _RunContext) -> None:
             raise RuntimeError("decision_received without a pending model response")
         # Resumed from the checkpoint written just before finalize_run (the process
         # died in between): the answer is already in the transcript; finish with it.
-        await terminate(rt, ctx, RunState.COMPLETED, StopReason.COMPLETED, output=answer)
+        await finish_answer(rt, ctx, answer)
         return
     if response.content is not None:
-        ctx.messages.append({"role": "assistant", "content": response.content})
-        ctx.pending_response = None
-        await terminate(rt, ctx, RunState.COMPLETED, StopReason.COMPLETED, output=response.content)
+        await handle_answer(rt, ctx, response)
         return
-    call = response.tool_call
-    assert call is not None  # ModelResponse guarantees exactly one of content / tool_call
-    ctx.messages.append(tool_call_message(call))
-    ctx.detector.record_action(call)
-    ctx.pending_call = call
-    append(rt, ctx, EventType.TOOL_REQUESTED, dict(call_payload(rt, ctx, call)), redact=False)
+    calls = ctx.calls = response.tool_calls  # copied before any change (approval)
+    ctx.messages.append(tool_calls_message(calls, response.thinking))
+    detector = ctx.detector
     limit = ctx.policy.repeated_action_limit
-    if ctx.detector.repeated_action(limit):
-        await trigger_policy(
-            rt,
-            ctx,
-            StopReason.REPEATED_ACTION,
-            f"Run stopped: the model repeated the same {call.name!r} call {limit} times.",
-        )
-        return
+    results = ctx.results  # resumed mid-batch: calls with a durable result are done
+    for call in calls:
+        detector.record_action(call)
+        if call.tool_call_id in results:
+            continue
+        append(rt, ctx, EventType.TOOL_REQUESTED, dict(call_payload(rt, ctx, call)), redact=False)
+        if detector.repeated_action(limit):
+            await trigger_policy(
+                rt,
+                ctx,
+                StopReason.REPEATED_ACTION,
+                f"Run stopped: the model repeated the same {call.name!r} call {limit} times.",
+            )
+            return
     transition(rt, ctx, RunState.TOOL_PENDING)
 
 
@@ -343,7 +423,7 @@ def _final_answer_in_transcript(ctx: _RunContext) -> str | None:
     if last is not None and last.get("role") == "assistant":
         content = last.get("content")
         if isinstance(content, str) and ctx.log.model_responded:
-            return content
+            return (ctx.partial_output or "") + content
     return None
 
 

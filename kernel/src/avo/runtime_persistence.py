@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import JsonValue
 
 from avo._run_context import _RunContext
+from avo._transcript import close_batch
 from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
 from avo.exceptions import StorageError, UnsafeResumeError
 from avo.models import (
     Checkpoint,
     RunRecord,
     RunResult,
-    ToolCall,
     ToolResult,
     event_id,
     replaced,
@@ -34,7 +34,6 @@ from avo.state import (
     validate_transition,
 )
 from avo.storage.batch import ValidatedBatch
-from avo.tools import call_json, canonical_json
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -257,6 +256,9 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
             "pending_response": ctx.pending_response,
             "last_event_sequence": ctx.log.last_sequence + 1,
             "shaper_state": _NO_STATE if ctx.seam is None else ctx.seam.state_json(),
+            "partial_output": ctx.partial_output,
+            "continuation_turns": ctx.continuation_turns,
+            "output_retries": ctx.output_retries,
         },
     )
 
@@ -277,62 +279,29 @@ async def checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
     return cp
 
 
-def tool_call_message(call: ToolCall) -> dict[str, JsonValue]:
-    """The assistant message recording a tool call (OpenAI-style shape)."""
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": call.tool_call_id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call_json(call)[0],
-                },
-            }
-        ],
-    }
-
-
-def tool_result_message(result: ToolResult) -> dict[str, JsonValue]:
-    """The ``role: tool`` message carrying a result back to the model."""
-    if result.success:
-        output = result.output
-        content = output if isinstance(output, str) else canonical_json(output)
-    else:
-        content = canonical_json({"error": result.error})
-    return {
-        "role": "tool",
-        "tool_call_id": result.tool_call_id,
-        "name": result.tool_name,
-        "content": content,
-    }
-
-
-def apply_tool_result(ctx: _RunContext, result: ToolResult) -> None:
-    """Fold a durable tool result into the loop state (also used when resuming)."""
-    ctx.messages.append(tool_result_message(result))
-    ctx.completed_tool_call_ids.add(result.tool_call_id)
-    ctx.detector.record_observation(result)
-    ctx.consecutive_errors = 0 if result.success else ctx.consecutive_errors + 1
-
-
 async def record_tool_result(rt: AgentRuntime, ctx: _RunContext, result: ToolResult) -> None:
-    """Append TOOL_COMPLETED / TOOL_FAILED (with the full result), then fold it in."""
+    """Append TOOL_COMPLETED / TOOL_FAILED (with the full result) and keep it for the batch.
+
+    The call counts as completed at once (it never runs again); its message joins
+    the transcript when the batch closes (``close_batch``), in the model's order.
+    """
+    # One redaction walk, over the result: the other fields are kernel values or
+    # copies of the (redacted) result's.
+    dumped = rt.redactor.value(result.model_dump(mode="json"))
     payload: dict[str, Any] = {
         "tool_call_id": result.tool_call_id,
-        "name": result.tool_name,
+        "name": dumped["tool_name"],
         "success": result.success,
         "duration_ms": result.duration_ms,
-        "result": result.model_dump(mode="json"),
+        "result": dumped,
     }
     if result.success:
-        append(rt, ctx, EventType.TOOL_COMPLETED, payload)
+        append(rt, ctx, EventType.TOOL_COMPLETED, payload, redact=False)
     else:
-        payload["error"] = result.error
-        append(rt, ctx, EventType.TOOL_FAILED, payload)
-    apply_tool_result(ctx, result)
+        payload["error"] = dumped["error"]
+        append(rt, ctx, EventType.TOOL_FAILED, payload, redact=False)
+    ctx.completed_tool_call_ids.add(result.tool_call_id)
+    ctx.results[result.tool_call_id] = result
 
 
 def elapsed_seconds(rt: AgentRuntime, ctx: _RunContext) -> float:
@@ -378,6 +347,8 @@ async def terminate(
     """Checkpoint, then STATE_CHANGED + the terminal event + final head, atomically."""
     validate_terminal_outcome(state, reason)
     validate_transition(ctx.state, state)
+    if ctx.calls:  # every call of an open batch gets its one result message
+        close_batch(ctx, reason.value)
     await checkpoint(rt, ctx)
     await flush(rt, ctx)
     output = rt.redactor.text(output) if output else output
@@ -436,4 +407,5 @@ def result_of(ctx: _RunContext) -> RunResult:
         steps=run.steps,
         token_usage=run.token_usage,
         token_accounting_available=run.token_accounting_available,
+        parsed=ctx.parsed,
     )

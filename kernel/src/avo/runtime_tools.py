@@ -1,21 +1,33 @@
 """The tool-call handlers: TOOL_PENDING, APPROVAL_PENDING and TOOL_EXECUTING.
 
-A call is requested, approved (PRE_TOOL_USE hooks, then the approval seam) and
-run under its timeout; ``TOOL_STARTED`` is durable before the tool can act.
+A model turn may ask for several tool calls (the *batch*, in the model's
+order). Every call is requested, then decided one by one in the model's order
+(:func:`decide`: PRE_TOOL_USE hooks, then the approval seam), then run:
+consecutive calls to tools that only inspect run concurrently, up to
+``LoopPolicy.max_parallel_tool_calls``; a call whose tool may modify or
+execute (or declares no risk) is a *barrier*: it starts after every earlier
+call finished and finishes before any later call starts. ``TOOL_STARTED`` is
+durable before a tool can act; each result is recorded as it arrives and joins
+the transcript, in the model's order, when the batch closes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from avo._deadline import within
 from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
+from avo._transcript import close_batch
 from avo.events import EventType
 from avo.hooks import HookContext, HookEvent
-from avo.models import ToolCall, utc_now
+from avo.models import ToolCall, ToolResult, ToolRisk, utc_now
 from avo.runtime_checks import after_observation_checks
 from avo.runtime_persistence import (
     append,
@@ -38,49 +50,56 @@ def always_approve(call: ToolCall) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the approval step decided for one call.
+
+    ``call`` is the call to run when approved (a PRE_TOOL_USE hook may have
+    rewritten its arguments); a denial carries its ``reason`` and who made it
+    (``blocked_by``: ``"hook"`` or ``"approval"``).
+    """
+
+    call: ToolCall
+    approved: bool
+    reason: str = ""
+    blocked_by: str = ""
+
+
+def open_calls(ctx: _RunContext) -> list[ToolCall]:
+    """The batch's calls that have no durable result yet, in the model's order."""
+    results = ctx.results
+    if not results:
+        return ctx.calls
+    return [call for call in ctx.calls if call.tool_call_id not in results]
+
+
 async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Always request approval (there is no bypass path)."""
-    call = pending_call(ctx)
-    redacted = call_payload(rt, ctx, call)
-    call_id = redacted["tool_call_id"]
-    append(
-        rt,
-        ctx,
-        EventType.TOOL_APPROVAL_REQUESTED,
-        {
-            "tool_call_id": call_id,
-            "idempotency_key": f"{ctx.run_id}:{call_id}",
-            "name": redacted["name"],
-            "mode": "v0.1_callback",
-        },
-        redact=False,
-    )
+    """Request approval for every open call of the batch (there is no bypass path)."""
+    run_id = ctx.run_id
+    for call in ctx.calls if not ctx.results else open_calls(ctx):
+        redacted = call_payload(rt, ctx, call)
+        call_id = redacted["tool_call_id"]
+        append(
+            rt,
+            ctx,
+            EventType.TOOL_APPROVAL_REQUESTED,
+            {
+                "tool_call_id": call_id,
+                "idempotency_key": f"{run_id}:{call_id}",
+                "name": redacted["name"],
+                "mode": "v0.1_callback",
+            },
+            redact=False,
+        )
     transition(rt, ctx, RunState.APPROVAL_PENDING)
 
 
-async def _deny(rt: AgentRuntime, ctx: _RunContext, reason: str, blocked_by: str) -> None:
-    call = pending_call(ctx)
-    append(
-        rt,
-        ctx,
-        EventType.TOOL_DENIED,
-        {
-            "tool_call_id": call.tool_call_id,
-            "name": call.name,
-            "reason": reason,
-            "blocked_by": blocked_by,
-        },
-    )
-    await trigger_policy(
-        rt, ctx, StopReason.POLICY_DENIED, f"Run stopped: tool {call.name!r} denied: {reason}"
-    )
+async def decide(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> Decision:
+    """The approval step of one call: PRE_TOOL_USE hooks, then the approval callback.
 
-
-async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """PRE_TOOL_USE hooks first, then the approval callback (the one approval seam)."""
-    call = pending_call(ctx)
-    if rt.hooks is not None or rt._approval_callback is not always_approve:
-        await flush(rt, ctx)  # an outside party decides: let it see the request
+    The one approval seam: every call of a batch goes through here, in the
+    model's order, before any call of the batch runs.
+    """
     if rt.hooks is not None:
         decision = await rt.hooks.fire(
             HookEvent.PRE_TOOL_USE,
@@ -91,65 +110,220 @@ async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
                 rt, ctx, "pre_tool_use", decision.faults, outcome="denied", run_id=ctx.run_id
             )
         if decision.blocked:
-            await _deny(rt, ctx, decision.reason or "blocked by a pre_tool_use hook", "hook")
-            return
+            return Decision(
+                call, False, decision.reason or "blocked by a pre_tool_use hook", "hook"
+            )
         if decision.modified_args is not None:
             call = call.model_copy(update={"arguments": dict(decision.modified_args)})
-            ctx.pending_call = call
     approved = rt._approval_callback(call)
     if inspect.isawaitable(approved):
         approved = await approved
     if not approved:
-        await _deny(rt, ctx, "the approval callback denied the tool call", "approval")
-        return
-    append(rt, ctx, EventType.TOOL_APPROVED, dict(call_payload(rt, ctx, call)), redact=False)
+        return Decision(call, False, "the approval callback denied the tool call", "approval")
+    return Decision(call, True)
+
+
+async def _deny(rt: AgentRuntime, ctx: _RunContext, decision: Decision) -> None:
+    call = decision.call
+    append(
+        rt,
+        ctx,
+        EventType.TOOL_DENIED,
+        {
+            "tool_call_id": call.tool_call_id,
+            "name": call.name,
+            "reason": decision.reason,
+            "blocked_by": decision.blocked_by,
+        },
+    )
+    ctx.outcomes[call.tool_call_id] = f"the tool call was denied: {decision.reason}"
+    await trigger_policy(
+        rt,
+        ctx,
+        StopReason.POLICY_DENIED,
+        f"Run stopped: tool {call.name!r} denied: {decision.reason}",
+    )
+
+
+async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
+    """Decide every open call in the model's order; a denial stops the run (POLICY_DENIED)."""
+    outside = rt.hooks is not None or rt._approval_callback is not always_approve
+    calls = ctx.calls
+    results = ctx.results
+    for index, call in enumerate(calls):
+        if call.tool_call_id in results:
+            continue
+        if outside:  # (the default callback approves every call: nothing to ask)
+            await flush(rt, ctx)  # an outside party decides: let it see the requests
+            decision = await decide(rt, ctx, call)
+            if not decision.approved:
+                await _deny(rt, ctx, decision)
+                return
+            if decision.call is not call:
+                if _shared(ctx, calls):
+                    calls = ctx.calls = list(calls)  # never edit the response's own list
+                call = calls[index] = decision.call
+        approved = call_payload(rt, ctx, call)
+        append(rt, ctx, EventType.TOOL_APPROVED, dict(approved), redact=False)
     transition(rt, ctx, RunState.TOOL_EXECUTING)
 
 
+def _shared(ctx: _RunContext, calls: list[ToolCall]) -> bool:
+    """True when ``calls`` is the pending response's own list (handed to the batch as is)."""
+    response = ctx.pending_response
+    return response is not None and calls is response.tool_calls
+
+
+def _runs_alongside(rt: AgentRuntime, call: ToolCall) -> bool:
+    """True when ``call`` may run concurrently with others (its tool only inspects)."""
+    return rt.tools.risk(call.name) is ToolRisk.INSPECT
+
+
 async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """TOOL_STARTED (durable), run the tool under the timeout, record the result, check."""
-    call = pending_call(ctx)
-    policy = ctx.policy
-    append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
-    await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
-    started_at = utc_now()
-    started = time.perf_counter()
+    """Run the batch's open calls (barriers alone, in order), then close the batch and check."""
+    todo = ctx.calls if not ctx.results else open_calls(ctx)
+    limit = ctx.policy.max_parallel_tool_calls
     crashed: str | None = None
-    try:
-        result = await within(
-            policy.tool_timeout_seconds,
-            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
-        )
-    except TimeoutError:
-        error = (
-            f"Tool {call.name!r} exceeded the configured timeout of "
-            f"{policy.tool_timeout_seconds:g} seconds."
-        )
-        result = failed_result(call, error, started_at, started)
-    except Exception as exc:
-        crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
-        result = failed_result(call, crashed, started_at, started)
-    await record_tool_result(rt, ctx, result)
+    index = 0
+    while index < len(todo) and crashed is None:
+        if index:  # the results so far are durable before another call starts
+            await flush(rt, ctx)
+        call = todo[index]
+        end = index + 1
+        if limit > 1 and end < len(todo) and _runs_alongside(rt, call):
+            while end < len(todo) and _runs_alongside(rt, todo[end]):
+                end += 1
+        if end - index > 1:
+            crashed = await _run_concurrently(rt, ctx, todo[index:end], limit)
+        else:  # a barrier, or a call with no neighbour to run beside
+            append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
+            await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
+            started_at = utc_now()
+            started = time.perf_counter()
+            try:  # (what _invoke does, without a task: the common one-call turn)
+                result = await within(
+                    ctx.policy.tool_timeout_seconds,
+                    rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+                )
+                tool_crashed = False
+            except Exception as exc:
+                result, tool_crashed = _failure(ctx, call, exc, started_at, started)
+            await record_tool_result(rt, ctx, result)
+            if tool_crashed:
+                crashed = result.error
+        index = end
     if crashed is not None:
         await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
         return
+    calls = ctx.calls
+    results = ctx.results
     ctx.pending_response = None
-    ctx.pending_call = None
+    close_batch(ctx)
     transition(rt, ctx, RunState.OBSERVATION_RECORDED)
     if rt.hooks is not None:
         await flush(rt, ctx)
-        after = await rt.hooks.fire(
-            HookEvent.POST_TOOL_USE,
-            HookContext(
-                HookEvent.POST_TOOL_USE, ctx.run_id, tool_call=call, tool_result=result, run=ctx.run
-            ),
-        )
-        if after.faults:
-            report_hook_faults(
-                rt, ctx, "post_tool_use", after.faults, outcome="ignored", run_id=ctx.run_id
+        for call in calls:
+            after = await rt.hooks.fire(
+                HookEvent.POST_TOOL_USE,
+                HookContext(
+                    HookEvent.POST_TOOL_USE,
+                    ctx.run_id,
+                    tool_call=call,
+                    tool_result=results.get(call.tool_call_id),
+                    run=ctx.run,
+                ),
             )
+            if after.faults:
+                report_hook_faults(
+                    rt, ctx, "post_tool_use", after.faults, outcome="ignored", run_id=ctx.run_id
+                )
     await checkpoint(rt, ctx)
     await after_observation_checks(rt, ctx)
+
+
+async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[ToolResult, bool]:
+    """Run one call under the tool timeout: its result, and whether the tool crashed."""
+    started_at = utc_now()
+    started = time.perf_counter()
+    try:
+        result = await within(
+            ctx.policy.tool_timeout_seconds,
+            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+        )
+    except Exception as exc:
+        return _failure(ctx, call, exc, started_at, started)
+    return result, False
+
+
+def _failure(
+    ctx: _RunContext, call: ToolCall, exc: Exception, started_at: datetime, started: float
+) -> tuple[ToolResult, bool]:
+    """The failed result of a call that timed out or raised, and whether the tool crashed.
+
+    A tool that raises outside the Tool contract gets a failed result (so the
+    call has a durable outcome) and ends the run FAILED / TOOL_ERROR.
+    """
+    if isinstance(exc, TimeoutError):
+        error = (
+            f"Tool {call.name!r} exceeded the configured timeout of "
+            f"{ctx.policy.tool_timeout_seconds:g} seconds."
+        )
+        return failed_result(call, error, started_at, started), False
+    crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
+    return failed_result(call, crashed, started_at, started), True
+
+
+def _started(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> None:
+    append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
+
+
+async def _run_concurrently(
+    rt: AgentRuntime, ctx: _RunContext, calls: list[ToolCall], limit: int
+) -> str | None:
+    """Run inspect-only calls ``limit`` at a time; record each result as it arrives.
+
+    The handler stays the run's only writer: the tasks only run tools. A
+    result that arrives while others still run is flushed at once, and before
+    another call starts (in its own write), so a crash leaves as few calls as
+    possible without a durable result, and none that had not begun. After a
+    tool crashed, no further call starts; the ones running finish.
+    """
+    waiting = deque(calls)
+    running: dict[asyncio.Task[tuple[ToolResult, bool]], ToolCall] = {}
+    crashed: str | None = None
+    fresh = False  # results recorded since the last flush
+    try:
+        while True:
+            starting: list[ToolCall] = []
+            if crashed is None:
+                while waiting and len(running) + len(starting) < limit:
+                    starting.append(waiting.popleft())
+            if not running and not starting:
+                return crashed
+            if fresh and starting:  # results are durable before another call starts
+                await flush(rt, ctx)
+            for call in starting:
+                _started(rt, ctx, call)
+            # New TOOL_STARTED events are durable before their tools act, and results
+            # recorded meanwhile are durable before the next wait.
+            await flush(rt, ctx)
+            fresh = False
+            for call in starting:
+                running[asyncio.create_task(_invoke(rt, ctx, call))] = call
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=lambda t: calls.index(running[t])):
+                del running[task]
+                result, tool_crashed = task.result()
+                await record_tool_result(rt, ctx, result)
+                fresh = True
+                if tool_crashed and crashed is None:
+                    crashed = result.error
+    except BaseException:
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        raise
 
 
 def call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str, Any]:
@@ -158,33 +332,24 @@ def call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str
     TOOL_REQUESTED, TOOL_APPROVAL_REQUESTED, TOOL_APPROVED and TOOL_STARTED all
     carry them; a hook that rewrites the arguments makes a new call object.
     """
-    cached = ctx.call_payload
+    cached = ctx.call_payloads.get(call.tool_call_id)
     if cached is None or cached[0] is not call:
         payload = {
             "tool_call_id": call.tool_call_id,
             "name": call.name,
             "arguments": call.arguments,
         }
-        cached = ctx.call_payload = (call, rt.redactor.value(payload))
+        cached = ctx.call_payloads[call.tool_call_id] = (call, rt.redactor.value(payload))
     return cached[1]
 
 
-def pending_call(ctx: _RunContext) -> ToolCall:
-    call = ctx.pending_call
-    if call is None:
-        response = ctx.pending_response
-        call = response.tool_call if response is not None else None
-        if call is None:
-            raise RuntimeError(f"state {ctx.state.value} without a pending tool call")
-        ctx.pending_call = call
-    return call
-
-
 __all__ = [
+    "Decision",
     "always_approve",
     "call_payload",
+    "decide",
     "handle_approval_pending",
     "handle_tool_executing",
     "handle_tool_pending",
-    "pending_call",
+    "open_calls",
 ]

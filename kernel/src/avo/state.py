@@ -41,6 +41,10 @@ class StopReason(StrEnum):
     TOOL_ERROR = "tool_error"
     INVALID_MODEL_RESPONSE = "invalid_model_response"
     INTERNAL_ERROR = "internal_error"
+    OUTPUT_TRUNCATED = "output_truncated"
+    """The final answer was cut off at the output-token limit (after any continuations)."""
+    MODEL_REFUSED = "model_refused"
+    """The model declined to answer, or the vendor's content filter withheld the answer."""
 
 
 TERMINAL_STATES: frozenset[RunState] = frozenset(
@@ -63,8 +67,11 @@ _ALLOWED_TRANSITIONS: Mapping[RunState, frozenset[RunState]] = {
         {RunState.MODEL_PENDING, RunState.PAUSED, RunState.FAILED, RunState.CANCELLED}
     ),
     RunState.MODEL_PENDING: frozenset({RunState.DECISION_RECEIVED, RunState.PAUSED}) | _ENDINGS,
+    # DECISION_RECEIVED -> MODEL_PENDING: the model is asked again without a tool
+    # call in between (a truncated answer continues; an answer the output schema
+    # refused is retried).
     RunState.DECISION_RECEIVED: frozenset(
-        {RunState.TOOL_PENDING, RunState.COMPLETED, RunState.PAUSED}
+        {RunState.TOOL_PENDING, RunState.MODEL_PENDING, RunState.COMPLETED, RunState.PAUSED}
     )
     | _ENDINGS,
     RunState.TOOL_PENDING: frozenset({RunState.APPROVAL_PENDING, RunState.PAUSED}) | _ENDINGS,
@@ -89,6 +96,8 @@ _STOP_REASONS_BY_STATE: Mapping[RunState, frozenset[StopReason]] = {
             StopReason.NO_PROGRESS,
             StopReason.CONSECUTIVE_ERRORS,
             StopReason.POLICY_DENIED,
+            StopReason.OUTPUT_TRUNCATED,
+            StopReason.MODEL_REFUSED,
         }
     ),
     RunState.FAILED: frozenset(
@@ -101,6 +110,12 @@ _STOP_REASONS_BY_STATE: Mapping[RunState, frozenset[StopReason]] = {
     ),
     RunState.CANCELLED: frozenset({StopReason.USER_CANCELLED}),
 }
+
+
+MODEL_OUTCOME_REASONS: frozenset[StopReason] = frozenset(
+    {StopReason.OUTPUT_TRUNCATED, StopReason.MODEL_REFUSED}
+)
+"""Stop reasons that describe a model answer: a run may end with them only after one."""
 
 
 STATE_VALUE: dict[RunState, str] = {state: state.value for state in RunState}
@@ -153,6 +168,7 @@ LEGAL_MOVES: frozenset[tuple[str, str]] = frozenset(
 
 __all__ = [
     "LEGAL_MOVES",
+    "MODEL_OUTCOME_REASONS",
     "STATE_VALUE",
     "TERMINAL_STATES",
     "RunState",

@@ -44,33 +44,35 @@ class Tool(Protocol):
         ...
 
 
-def _force_no_additional(node: Any) -> None:
-    if isinstance(node, dict):
-        if node.get("type") == "object" or "properties" in node:
-            node["additionalProperties"] = False
-        for value in node.values():
-            _force_no_additional(value)
-    elif isinstance(node, list):
-        for item in node:
-            _force_no_additional(item)
+def to_json_schema(model: type[BaseModel], *, titles: bool = False) -> dict[str, JsonValue]:
+    """JSON schema of ``model``: models closed (``additionalProperties: false``),
+    ``dict[str, X]`` as ``additionalProperties: X``, titles dropped unless ``titles``.
+
+    See :mod:`avo.schemas`.
+    """
+    from avo.schemas import to_json_schema as build
+
+    return build(model, titles=titles)
 
 
-def to_json_schema(model: type[BaseModel]) -> dict[str, JsonValue]:
-    """JSON schema of ``model`` with ``additionalProperties: false`` on every object."""
-    schema = model.model_json_schema(ref_template="#/$defs/{model}")
-    _force_no_additional(schema)
-    return schema
+def to_strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The strict form of ``schema`` (OpenAI strict mode), or None when it has none."""
+    from avo.schemas import to_strict_schema as build
+
+    return build(schema)
 
 
 def to_openai_function(tool_name: str, description: str, model: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAI ``tools[]`` entry for a tool."""
+    """The OpenAI ``tools[]`` entry for a tool: strict when its schema has a strict form."""
+    schema = to_json_schema(model)
+    strict = to_strict_schema(schema)
     return {
         "type": "function",
         "function": {
             "name": tool_name,
             "description": description,
-            "parameters": to_json_schema(model),
-            "strict": True,
+            "parameters": strict if strict is not None else schema,
+            "strict": strict is not None,
         },
     }
 
@@ -98,6 +100,7 @@ class FunctionTool(Generic[ArgumentsT]):
     ``risk`` classifies the tool for the permission modes (None = undeclared);
     ``argument_kinds`` says which arguments are paths, URLs, commands or free
     text (see :class:`~avo.models.ToolMetadata`), e.g. ``{"path": "path"}``.
+    ``schema_titles=True`` keeps the ``title`` keywords in the advertised schema.
     """
 
     def __init__(
@@ -110,6 +113,7 @@ class FunctionTool(Generic[ArgumentsT]):
         risk: ToolRisk | None = None,
         run_in_thread: bool = True,
         argument_kinds: Mapping[str, ArgumentKind | str] | None = None,
+        schema_titles: bool = False,
     ) -> None:
         if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
             raise TypeError(
@@ -126,7 +130,7 @@ class FunctionTool(Generic[ArgumentsT]):
         self._metadata = ToolMetadata(
             name=name,
             description=description,
-            input_schema=copy.deepcopy(to_json_schema(arguments_model)),
+            input_schema=copy.deepcopy(to_json_schema(arguments_model, titles=schema_titles)),
             risk=risk,
             argument_kinds=dict(argument_kinds or {}),
         )
@@ -164,6 +168,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._metadata: list[ToolMetadata] | None = None
+        self._risks: dict[str, ToolRisk] = {}
         for item in tools:
             self.register(item)
 
@@ -177,6 +182,7 @@ class ToolRegistry:
             )
         self._tools[name] = item
         self._metadata = None
+        self._risks.pop(name, None)
         return item
 
     def unregister(self, name: str) -> Tool:
@@ -197,6 +203,15 @@ class ToolRegistry:
         if self._metadata is None:
             self._metadata = [tool.metadata for tool in self._tools.values()]
         return list(self._metadata)
+
+    def risk(self, name: str) -> ToolRisk:
+        """The risk class of tool ``name`` (EXECUTE when undeclared or not registered)."""
+        risk = self._risks.get(name)
+        if risk is None:
+            tool = self._tools.get(name)
+            risk = tool.metadata.effective_risk if tool is not None else ToolRisk.EXECUTE
+            self._risks[name] = risk
+        return risk
 
     def names(self) -> list[str]:
         """Registered tool names, in registration order."""
@@ -362,6 +377,7 @@ __all__ = [
     "to_anthropic_tool",
     "to_json_schema",
     "to_openai_function",
+    "to_strict_schema",
     "tool_call_fingerprint",
     "tool_result_fingerprint",
 ]

@@ -253,6 +253,10 @@ class _Fold:
             kind_name = payload.get("error_type", "error")
             count = payload.get("consecutive_errors")
             streak = f" (consecutive errors: {count})" if count is not None else ""
+            retry_in = _number(payload.get("retry_in_seconds"))
+            if retry_in is not None:
+                attempt, most = payload.get("attempt"), payload.get("max_attempts")
+                streak += f", retrying in {retry_in:g}s (attempt {attempt}/{most})"
             return f"{kind_name}: {_whole(error)}{streak}"
         if kind.name.startswith("TOOL_"):
             return self._tool(kind, payload, facts)
@@ -298,11 +302,22 @@ class _Fold:
             self.usage = self.usage.plus(usage)
         if payload.get("token_accounting_available") is False or usage is None:
             self.accounting = False
-        call = _mapping(response.get("tool_call"))
-        if call:
-            decision = f"tool call {call.get('name')}({_preview(call.get('arguments', {}), 40)})"
+        raw_calls = response.get("tool_calls")
+        calls = [_mapping(c) for c in raw_calls] if isinstance(raw_calls, list) else []
+        if not calls and response.get("tool_call"):  # a log written before parallel calls
+            calls = [_mapping(response.get("tool_call"))]
+        finish = response.get("finish_reason")
+        if calls:
+            shown = ", ".join(
+                f"{c.get('name')}({_preview(c.get('arguments', {}), 40)})" for c in calls[:3]
+            )
+            more = f" and {len(calls) - 3} more" if len(calls) > 3 else ""
+            label = "tool call" if len(calls) == 1 else f"{len(calls)} tool calls"
+            decision = f"{label} {shown}{more}"
         else:
             decision = f"answer: {_preview(response.get('content', ''))}"
+            if finish not in (None, "stop"):
+                decision += f" (finish_reason={finish})"
         tokens = f" [{usage.input_tokens}/{usage.output_tokens} tok]" if usage else ""
         return f"step {step if step is None else int(step)}: {decision}{tokens}"
 

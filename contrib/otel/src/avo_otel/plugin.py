@@ -177,10 +177,13 @@ class OtelPlugin:
                 if cost is not None:
                     span.set_attribute(attrs.COST_USD, float(cost))
         response = payload.get("response")
-        call = response.get("tool_call") if isinstance(response, dict) else None
-        if isinstance(call, dict):
-            span.set_attribute(attrs.TOOL_NAME, str(call.get("name", "")))
-            span.set_attribute(attrs.TOOL_CALL_ID, str(call.get("tool_call_id", "")))
+        calls: Any = response.get("tool_calls") if isinstance(response, dict) else None
+        if not calls and isinstance(response, dict) and response.get("tool_call"):
+            calls = [response["tool_call"]]  # a log written before parallel tool calls
+        calls = [call for call in calls or () if isinstance(call, dict)]
+        if calls:  # one decision may ask for several calls: the first names the span
+            span.set_attribute(attrs.TOOL_NAME, str(calls[0].get("name", "")))
+            span.set_attribute(attrs.TOOL_CALL_ID, str(calls[0].get("tool_call_id", "")))
         span.end(end_time=_ns(event.created_at))
 
     def _finish(self, run: _RunSpans, event: AgentEvent) -> None:

@@ -9,7 +9,7 @@ from pydantic import JsonValue
 
 from avo._dump import response_json
 from avo.exceptions import FakeProviderExhaustedError
-from avo.models import ModelRequest, ModelResponse, TokenUsage, new_id, replaced, trusted
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, replaced, trusted
 
 if TYPE_CHECKING:
     from avo.providers.streaming import ModelChunk
@@ -61,7 +61,6 @@ class FakeProvider:
         self.repeat_last = repeat_last
         self.cursor = 0
         self.requests: list[ModelRequest] = []
-        self._served_call_ids: set[str] = set()
         self._script_json: list[JsonValue] | None = None
 
     def _next_item(self) -> ScriptItem:
@@ -76,23 +75,29 @@ class FakeProvider:
         )
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        """Return the next scripted response (usage defaults to TokenUsage())."""
+        """Return the next scripted response.
+
+        A response without usage gets ``TokenUsage()``, one without a finish
+        reason ``stop`` (an answer) or ``tool_calls``. Call ids are served as
+        scripted, repeats included: the runtime mints its own ids.
+        """
         if self.record_requests:
             self.requests.append(request)
         item: Any = self._next_item()
         if isinstance(item, BaseException):
             raise item
         response = item if isinstance(item, ModelResponse) else ModelResponse.model_validate(item)
+        fields = response.__dict__
+        if fields["usage"] is not None and fields["finish_reason"] is not None:
+            return response
         update: dict[str, Any] = {}
-        if response.usage is None:
+        if fields["usage"] is None:
             update["usage"] = trusted(TokenUsage, {"input_tokens": 0, "output_tokens": 0})
-        call = response.tool_call
-        if call is not None:
-            if call.tool_call_id in self._served_call_ids:
-                # A repeated script item is a new call: give it a fresh id.
-                update["tool_call"] = replaced(call, tool_call_id=new_id())
-            self._served_call_ids.add(update.get("tool_call", call).tool_call_id)
-        return replaced(response, **update) if update else response  # values already valid
+        if fields["finish_reason"] is None:
+            update["finish_reason"] = (
+                FinishReason.TOOL_CALLS if fields["tool_calls"] else FinishReason.STOP
+            )
+        return replaced(response, **update)  # values already valid
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
         """Stream the next scripted response as chunks."""
@@ -106,7 +111,6 @@ class FakeProvider:
         """Rewind the script and forget recorded requests."""
         self.cursor = 0
         self.requests.clear()
-        self._served_call_ids.clear()
 
     def snapshot_state(self) -> dict[str, JsonValue]:
         """``{"provider_type": "fake", "cursor", "repeat_last", "script"}``.

@@ -5,14 +5,20 @@ to a :class:`StreamAssembler`, which rebuilds the exact :class:`ModelResponse`
 that ``generate()`` would have returned:
 
 * text fragments are concatenated in arrival order;
-* tool-call deltas are grouped by ``index``; ``id`` and ``name`` keep their
-  first non-empty value, ``arguments`` string fragments are concatenated and
-  parsed as one JSON object when the stream ends;
-* a streamed tool call wins over text, and among several calls the lowest
-  index wins (a response carries one decision);
+* tool-call deltas are grouped by ``index``; ``id``, ``name`` and
+  ``signature`` keep their first non-empty value, ``arguments`` string
+  fragments are concatenated and parsed as one JSON object when the stream
+  ends;
+* streamed tool calls win over text; every call is kept, in ``index`` order
+  (a turn may ask for several calls);
+* ``thinking_block`` chunks (complete reasoning blocks with their signatures)
+  are kept in arrival order;
 * usage is merged field by field: an incoming zero never overwrites a known
   nonzero count (vendors report input and output tokens in different events);
-* the first ``response_id`` wins.
+* the first ``response_id`` wins; the last ``finish_reason`` wins, read as a
+  :class:`~avo.models.FinishReason` value (adapters map their vendor's
+  spelling; ``tool_use`` is read as ``tool_calls``, anything else as
+  ``unknown``).
 
 :func:`response_to_chunks` is the inverse used by providers that cannot stream
 natively (and by ``FakeProvider``): assembling its chunks, however they are
@@ -32,7 +38,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import JsonValue
 
 from avo.exceptions import ProviderError
-from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall
 from avo.providers.base import ModelProvider
 from avo.redaction import redact_text, shorten
 
@@ -59,8 +65,11 @@ class ModelChunk:
     """One increment of a streamed model response.
 
     ``tool_call_delta`` uses normalized keys: ``index`` (int, default 0),
-    ``id``, ``name`` and ``arguments`` (a string fragment; fragments are
-    concatenated in arrival order).
+    ``id``, ``name``, ``signature`` and ``arguments`` (a string fragment;
+    fragments are concatenated in arrival order). ``thought`` is reasoning text
+    to show as it arrives; ``thinking_block`` a complete reasoning block (as
+    ``ModelResponse.thinking`` holds it) once the vendor finished it.
+    ``finish_reason`` is a :class:`~avo.models.FinishReason` value.
     """
 
     text: str = ""
@@ -69,6 +78,7 @@ class ModelChunk:
     tool_call_delta: dict[str, JsonValue] | None = None
     usage: TokenUsage | None = None
     response_id: str | None = None
+    thinking_block: dict[str, JsonValue] | None = None
 
 
 @runtime_checkable
@@ -184,13 +194,25 @@ class ThinkingStreamParser:
 
 
 class _CallBuffer:
-    __slots__ = ("arguments", "call_id", "name", "whole_arguments")
+    __slots__ = ("arguments", "call_id", "name", "signature", "whole_arguments")
 
     def __init__(self) -> None:
         self.call_id: str | None = None
         self.name: str | None = None
+        self.signature: str | None = None
         self.arguments: list[str] = []
         self.whole_arguments: dict[str, JsonValue] | None = None
+
+
+_FINISH_BY_VALUE: dict[str, FinishReason] = {reason.value: reason for reason in FinishReason}
+_FINISH_BY_VALUE[FINISH_TOOL_USE] = FinishReason.TOOL_CALLS
+
+
+def finish_reason_of(raw: str | None) -> FinishReason | None:
+    """A streamed ``finish_reason`` as a FinishReason (``unknown`` when unrecognised)."""
+    if raw is None:
+        return None
+    return _FINISH_BY_VALUE.get(raw, FinishReason.UNKNOWN)
 
 
 def _merge_usage(known: TokenUsage | None, incoming: TokenUsage) -> TokenUsage:
@@ -207,6 +229,7 @@ class StreamAssembler:
     """Rebuild a :class:`ModelResponse` from :class:`ModelChunk` values (lossless)."""
 
     __slots__ = (
+        "_blocks",
         "_calls",
         "_chunks",
         "_text",
@@ -219,6 +242,7 @@ class StreamAssembler:
     def __init__(self) -> None:
         self._text: list[str] = []
         self._thought: list[str] = []
+        self._blocks: list[dict[str, JsonValue]] = []
         self._calls: dict[int, _CallBuffer] = {}
         self._chunks = 0
         self.finish_reason: str | None = None
@@ -255,6 +279,8 @@ class StreamAssembler:
             self.response_id = chunk.response_id
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
+        if chunk.thinking_block is not None:
+            self._blocks.append(chunk.thinking_block)
 
     def _feed_delta(self, delta: dict[str, JsonValue]) -> None:
         index = delta.get("index", 0)
@@ -273,6 +299,9 @@ class StreamAssembler:
         name = delta.get("name")
         if name and buffer.name is None:
             buffer.name = str(name)
+        signature = delta.get("signature")
+        if signature and buffer.signature is None:
+            buffer.signature = str(signature)
         arguments = delta.get("arguments")
         if isinstance(arguments, str):
             if arguments:
@@ -290,13 +319,33 @@ class StreamAssembler:
         """Return the assembled response; raise ProviderError if it is not one."""
         if not self._chunks:
             raise ProviderError("Stream ended without producing any chunks.")
-        extra: dict[str, str] = {}
-        if self.response_id is not None:
-            extra["response_id"] = self.response_id
+        finish = finish_reason_of(self.finish_reason)
+        blocks = list(self._blocks)
         if self._calls:
-            call = self._build_call(self._calls[min(self._calls)])
-            return ModelResponse(tool_call=call, usage=self.usage, **extra)
-        return ModelResponse(content="".join(self._text), usage=self.usage, **extra)
+            calls = [self._build_call(self._calls[index]) for index in sorted(self._calls)]
+            if self.response_id is not None:
+                return ModelResponse(
+                    response_id=self.response_id,
+                    tool_calls=calls,
+                    usage=self.usage,
+                    finish_reason=finish,
+                    thinking=blocks,
+                )
+            return ModelResponse(
+                tool_calls=calls, usage=self.usage, finish_reason=finish, thinking=blocks
+            )
+        content = "".join(self._text)
+        if self.response_id is not None:
+            return ModelResponse(
+                response_id=self.response_id,
+                content=content,
+                usage=self.usage,
+                finish_reason=finish,
+                thinking=blocks,
+            )
+        return ModelResponse(
+            content=content, usage=self.usage, finish_reason=finish, thinking=blocks
+        )
 
     @staticmethod
     def _build_call(buffer: _CallBuffer) -> ToolCall:
@@ -325,8 +374,13 @@ class StreamAssembler:
         else:
             arguments = {}
         if buffer.call_id:
-            return ToolCall(tool_call_id=buffer.call_id, name=buffer.name, arguments=arguments)
-        return ToolCall(name=buffer.name, arguments=arguments)
+            return ToolCall(
+                tool_call_id=buffer.call_id,
+                name=buffer.name,
+                arguments=arguments,
+                signature=buffer.signature,
+            )
+        return ToolCall(name=buffer.name, arguments=arguments, signature=buffer.signature)
 
 
 # --------------------------------------------------------------------- helpers
@@ -335,33 +389,45 @@ class StreamAssembler:
 def response_to_chunks(response: ModelResponse) -> list[ModelChunk]:
     """Decompose ``response`` into chunks that assemble back to it.
 
-    A content response ends with ``finish_reason="stop"``, a tool call with
-    ``"tool_use"``.
+    The last chunk carries the response's ``finish_reason``, or, when it has
+    none, ``"stop"`` for an answer and ``"tool_use"`` for tool calls (which
+    assemble to STOP and TOOL_CALLS). Thinking blocks come first.
     """
-    call = response.tool_call
-    if call is None:
-        return [
+    finish = response.finish_reason
+    chunks = [
+        ModelChunk(thinking_block=block, response_id=response.response_id)
+        for block in response.thinking
+    ]
+    calls = response.tool_calls
+    if not calls:
+        chunks.append(
             ModelChunk(
                 text=response.content or "",
-                finish_reason=FINISH_STOP,
+                finish_reason=finish.value if finish is not None else FINISH_STOP,
                 usage=response.usage,
                 response_id=response.response_id,
             )
-        ]
-    delta: dict[str, JsonValue] = {
-        "index": 0,
-        "id": call.tool_call_id,
-        "name": call.name,
-        "arguments": json.dumps(call.arguments, ensure_ascii=False),
-    }
-    return [
-        ModelChunk(
-            tool_call_delta=delta,
-            finish_reason=FINISH_TOOL_USE,
-            usage=response.usage,
-            response_id=response.response_id,
         )
-    ]
+        return chunks
+    for index, call in enumerate(calls):
+        delta: dict[str, JsonValue] = {
+            "index": index,
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+        }
+        if "tool_call_id" in call.model_fields_set:  # an id the model gave, not a default
+            delta["id"] = call.tool_call_id
+        if call.signature is not None:
+            delta["signature"] = call.signature
+        chunks.append(ModelChunk(tool_call_delta=delta, response_id=response.response_id))
+    last = chunks[-1]
+    chunks[-1] = ModelChunk(
+        tool_call_delta=last.tool_call_delta,
+        finish_reason=finish.value if finish is not None else FINISH_TOOL_USE,
+        usage=response.usage,
+        response_id=response.response_id,
+    )
+    return chunks
 
 
 async def collect_stream(
@@ -394,6 +460,7 @@ __all__ = [
     "StreamingModelProvider",
     "ThinkingStreamParser",
     "collect_stream",
+    "finish_reason_of",
     "response_to_chunks",
     "split_thinking",
 ]

@@ -27,6 +27,8 @@ _EXPORTS: dict[str, str] = {
     "always_calling": "scripts",
     "answer": "scripts",
     "failing_then_answer": "scripts",
+    "minted_ids": "scripts",
+    "parallel_calls": "scripts",
     "scripted": "scripts",
     "tool_call": "scripts",
     "tool_calls_then_answer": "scripts",

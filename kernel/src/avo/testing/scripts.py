@@ -13,10 +13,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from avo.models import ModelResponse, TokenUsage, ToolCall
 from avo.providers.fake import FakeProvider, ScriptItem
+
+if TYPE_CHECKING:
+    from avo.events import AgentEvent
 
 
 def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
@@ -44,6 +47,42 @@ def tool_call(
         else ToolCall(name=name, arguments=dict(arguments or {}))
     )
     return ModelResponse(tool_call=call, usage=_usage(usage))
+
+
+def parallel_calls(
+    *calls: tuple[str, Mapping[str, Any] | None] | ToolCall,
+    usage: TokenUsage | tuple[int, int] | None = None,
+) -> ModelResponse:
+    """A response asking for several tool calls in one turn: ``(name, arguments)`` or ToolCalls."""
+    built = [
+        call
+        if isinstance(call, ToolCall)
+        else ToolCall(name=call[0], arguments=dict(call[1] or {}))
+        for call in calls
+    ]
+    return ModelResponse(tool_calls=built, usage=_usage(usage))
+
+
+def minted_ids(events: Iterable[AgentEvent]) -> dict[str, list[str]]:
+    """Each scripted (vendor) call id -> the ids the runtime minted for it, in order.
+
+    The runtime gives every call its own id and keeps the script's as
+    ``vendor_id``; a test that scripted ``call_id="c1"`` finds the call's
+    events under ``minted_ids(events)["c1"][0]``.
+    """
+    found: dict[str, list[str]] = {}
+    for event in events:
+        if event.event_type.value != "model_responded":
+            continue
+        response = event.payload.get("response")
+        calls = response.get("tool_calls") if isinstance(response, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict) and isinstance(call.get("vendor_id"), str):
+                minted = str(call["tool_call_id"])
+                ids = found.setdefault(str(call["vendor_id"]), [])
+                if minted not in ids:
+                    ids.append(minted)
+    return found
 
 
 def scripted(*items: ScriptItem, repeat_last: bool = False) -> FakeProvider:
@@ -88,6 +127,8 @@ __all__ = [
     "always_calling",
     "answer",
     "failing_then_answer",
+    "minted_ids",
+    "parallel_calls",
     "scripted",
     "tool_call",
     "tool_calls_then_answer",

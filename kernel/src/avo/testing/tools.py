@@ -40,16 +40,32 @@ def _fail(name: str, message: str) -> ToolContractError:
     return ToolContractError(f"tool {name!r}: {message}")
 
 
-def _object_nodes(node: Any, path: str = "$") -> list[tuple[str, dict[str, Any]]]:
+def _model_nodes(node: Any, path: str = "$") -> list[tuple[str, dict[str, Any]]]:
+    """Every schema node that lists ``properties`` (a model), with its path.
+
+    Walks subschemas only, so a property named ``properties`` is not a node.
+    """
+    from avo.schemas import SUBSCHEMA_KEYS
+
+    maps, values, lists = SUBSCHEMA_KEYS
+
     found: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(node, dict):
-        if node.get("type") == "object" or "properties" in node:
-            found.append((path, node))
-        for key, value in node.items():
-            found.extend(_object_nodes(value, f"{path}.{key}"))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found.extend(_object_nodes(value, f"{path}[{index}]"))
+    if not isinstance(node, dict):
+        return found
+    if isinstance(node.get("properties"), dict):
+        found.append((path, node))
+    for key in maps:
+        members = node.get(key)
+        if isinstance(members, dict):
+            for name, sub in members.items():
+                found.extend(_model_nodes(sub, f"{path}.{key}.{name}"))
+    for key in values:
+        found.extend(_model_nodes(node.get(key), f"{path}.{key}"))
+    for key in lists:
+        members = node.get(key)
+        if isinstance(members, list):
+            for index, sub in enumerate(members):
+                found.extend(_model_nodes(sub, f"{path}.{key}[{index}]"))
     return found
 
 
@@ -70,12 +86,12 @@ def check_metadata(tool: Any, *, require_risk: bool = True) -> ToolMetadata:
     schema = metadata.input_schema
     if schema.get("type") != "object":
         raise _fail(name, f"input_schema type must be 'object', got {schema.get('type')!r}")
-    for path, node in _object_nodes(schema):
+    for path, node in _model_nodes(schema):
         if node.get("additionalProperties") is not False:
             raise _fail(
                 name,
-                f"input_schema object at {path} lacks additionalProperties: false "
-                "(build it with avo.tools.to_json_schema)",
+                f"input_schema object at {path} lists properties but lacks "
+                "additionalProperties: false (build it with avo.tools.to_json_schema)",
             )
     if require_risk and metadata.risk is None:
         raise _fail(

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from avo.exceptions import ProviderError
-from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     anthropic_tools,
@@ -20,11 +20,15 @@ from avo_providers.http_common import (
     iter_sse_events,
     json_safe_content,
     malformed,
+    map_finish,
+    own_thinking,
     parse_json_content,
     parse_tool_arguments,
     recorded_call_arguments,
     redact_text,
     require_tool_name,
+    vendor_call_id,
+    vendor_result_id,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
@@ -34,13 +38,24 @@ if TYPE_CHECKING:
 ANTHROPIC_VERSION = "2023-06-01"
 _EPHEMERAL = {"type": "ephemeral"}
 _RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+ANTHROPIC_FINISH: dict[str, FinishReason] = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.REFUSAL,
+}
+"""Messages API ``stop_reason`` values (``pause_turn`` and anything newer: unknown)."""
 
 
 def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
     content = message.get("content")
     block: dict[str, Any] = {
         "type": "tool_result",
-        "tool_use_id": message.get("tool_call_id"),
+        "tool_use_id": vendor_result_id(message),
         "content": json_safe_content(content),
     }
     decoded = parse_json_content(content)
@@ -51,9 +66,14 @@ def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def anthropic_messages(
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, Any]], *, source: str = "anthropic"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(system blocks, messages)`` in Anthropic's shape; same-role turns are merged."""
+    """``(system blocks, messages)`` in Anthropic's shape; same-role turns are merged.
+
+    An assistant turn starts with the thinking blocks ``source`` (this adapter)
+    made for it, signatures intact: extended thinking with tool use requires
+    them back. Tool calls and results carry the vendor's own ids.
+    """
     system: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -67,6 +87,8 @@ def anthropic_messages(
         if role == "tool":
             role, blocks = "user", [_tool_result_block(message)]
         else:
+            if role == "assistant":
+                blocks.extend(own_thinking(message, source))
             text = json_safe_content(message.get("content"))
             if text:
                 blocks.append({"type": "text", "text": text})
@@ -75,7 +97,7 @@ def anthropic_messages(
                 blocks.append(
                     {
                         "type": "tool_use",
-                        "id": call.get("id"),
+                        "id": vendor_call_id(call),
                         "name": function.get("name"),
                         "input": recorded_call_arguments(function),
                     }
@@ -118,10 +140,15 @@ def apply_prompt_cache(payload: dict[str, Any], request: ModelRequest) -> None:
 
 
 def build_anthropic_payload(
-    request: ModelRequest, *, model: str, max_tokens: int, stream: bool
+    request: ModelRequest,
+    *,
+    model: str,
+    max_tokens: int,
+    stream: bool,
+    source: str = "anthropic",
 ) -> dict[str, Any]:
-    """A Messages API request body."""
-    system, messages = anthropic_messages(request.messages)
+    """A Messages API request body (``source``: whose thinking blocks go back)."""
+    system, messages = anthropic_messages(request.messages, source=source)
     payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
     if system:
         payload["system"] = system
@@ -144,8 +171,13 @@ def _usage(raw: Any) -> TokenUsage | None:
     return TokenUsage(input_tokens=input_tokens, output_tokens=int(raw.get("output_tokens") or 0))
 
 
-def parse_anthropic_response(data: Any, *, vendor: str = "Anthropic") -> ModelResponse:
-    """A Messages API response as a ModelResponse (the first ``tool_use`` wins)."""
+def parse_anthropic_response(
+    data: Any, *, vendor: str = "Anthropic", source: str = "anthropic"
+) -> ModelResponse:
+    """A Messages API response as a ModelResponse (every ``tool_use``, in order).
+
+    Thinking blocks are kept, tagged with ``source``, to go back on later turns.
+    """
     from avo.providers.streaming import split_thinking
 
     if not isinstance(data, dict):
@@ -159,29 +191,59 @@ def parse_anthropic_response(data: Any, *, vendor: str = "Anthropic") -> ModelRe
         raise malformed(vendor, "no 'content' list in the response")
     usage = _usage(data.get("usage"))
     response_id = str(data.get("id") or new_id())
+    finish = map_finish(ANTHROPIC_FINISH, data.get("stop_reason"))
+    thinking = [
+        {**block, "source": source} for block in content if block.get("type") in _THINKING_TYPES
+    ]
+    calls = []
     for block in content:
         if block.get("type") == "tool_use":
             name = require_tool_name(vendor, block.get("name"))
-            call = ToolCall(
-                tool_call_id=str(block.get("id") or new_id()),
-                name=name,
-                arguments=parse_tool_arguments(vendor, block.get("input"), name),
-            )
-            return ModelResponse(response_id=response_id, tool_call=call, usage=usage)
+            arguments = parse_tool_arguments(vendor, block.get("input"), name)
+            if block.get("id"):
+                calls.append(
+                    ToolCall(tool_call_id=str(block["id"]), name=name, arguments=arguments)
+                )
+            else:
+                calls.append(ToolCall(name=name, arguments=arguments))
+    if calls:
+        return ModelResponse(
+            response_id=response_id,
+            tool_calls=calls,
+            usage=usage,
+            finish_reason=finish,
+            thinking=thinking,
+        )
     text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
     _, answer = split_thinking(text)
-    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+    return ModelResponse(
+        response_id=response_id,
+        content=answer,
+        usage=usage,
+        finish_reason=finish,
+        thinking=thinking,
+    )
 
 
 def parse_anthropic_stream_event(
-    event: str, obj: dict[str, Any], state: dict[str, Any], *, vendor: str = "Anthropic"
+    event: str,
+    obj: dict[str, Any],
+    state: dict[str, Any],
+    *,
+    vendor: str = "Anthropic",
+    source: str = "anthropic",
 ) -> list[ModelChunk]:
-    """Chunks from one decoded Messages stream event; ``state`` carries the parser across."""
+    """Chunks from one decoded Messages stream event; ``state`` carries the parser across.
+
+    A thinking block streams as ``thought`` text; when it stops, the whole block
+    (with its signature, tagged ``source``) follows as a ``thinking_block``.
+    """
     from avo.providers.streaming import ModelChunk
 
     kind = obj.get("type", event)
     response_id = state.get("response_id")
     parser = state["parser"]
+    open_blocks: dict[int, dict[str, Any]] = state.setdefault("thinking", {})
     if kind == "error":
         error = obj.get("error") or {}
         error_type = str(error.get("type", "error"))
@@ -207,9 +269,20 @@ def parse_anthropic_stream_event(
             if block.get("name"):
                 delta["name"] = block["name"]
             return [ModelChunk(tool_call_delta=delta, response_id=response_id)]
+        if block.get("type") in _THINKING_TYPES:
+            open_blocks[index] = dict(block)
+            if block.get("thinking"):
+                return [ModelChunk(thought=str(block["thinking"]), response_id=response_id)]
+            return []
         if block.get("type") == "text" and block.get("text"):
             return text_chunks(parser, block["text"], response_id)
         return []
+    if kind == "content_block_stop":
+        finished = open_blocks.pop(int(obj.get("index") or 0), None)
+        if finished is None:
+            return []
+        finished["source"] = source
+        return [ModelChunk(thinking_block=finished, response_id=response_id)]
     if kind == "content_block_delta":
         delta = obj.get("delta") or {}
         index = int(obj.get("index") or 0)
@@ -224,13 +297,19 @@ def parse_anthropic_stream_event(
                 )
             ]
         if delta.get("type") == "thinking_delta" and delta.get("thinking"):
+            if index in open_blocks:
+                block = open_blocks[index]
+                block["thinking"] = str(block.get("thinking") or "") + str(delta["thinking"])
             return [ModelChunk(thought=str(delta["thinking"]), response_id=response_id)]
+        if delta.get("type") == "signature_delta" and index in open_blocks:
+            block = open_blocks[index]
+            block["signature"] = str(block.get("signature") or "") + str(delta.get("signature", ""))
         return []
     if kind == "message_delta":
         chunks = []
-        stop_reason = (obj.get("delta") or {}).get("stop_reason")
-        if stop_reason:
-            chunks.append(ModelChunk(finish_reason=str(stop_reason), response_id=response_id))
+        finish = map_finish(ANTHROPIC_FINISH, (obj.get("delta") or {}).get("stop_reason"))
+        if finish is not None:
+            chunks.append(ModelChunk(finish_reason=finish.value, response_id=response_id))
         usage = _usage(obj.get("usage"))
         if usage:
             chunks.append(ModelChunk(usage=usage, response_id=response_id))
@@ -241,7 +320,7 @@ def parse_anthropic_stream_event(
 
 
 async def stream_anthropic_chunks(
-    lines: AsyncIterator[str], *, transport_name: str = "Anthropic"
+    lines: AsyncIterator[str], *, transport_name: str = "Anthropic", source: str = "anthropic"
 ) -> AsyncIterator[ModelChunk]:
     """Normalized chunks from a Messages SSE stream; a stream without ``message_stop`` fails."""
     from avo.providers.streaming import ThinkingStreamParser
@@ -251,7 +330,10 @@ async def stream_anthropic_chunks(
         obj = decode_json(transport_name, data)
         if not isinstance(obj, dict):
             raise malformed(transport_name, f"stream event is not a JSON object: {data[:80]!r}")
-        for chunk in parse_anthropic_stream_event(event, obj, state, vendor=transport_name):
+        chunks = parse_anthropic_stream_event(
+            event, obj, state, vendor=transport_name, source=source
+        )
+        for chunk in chunks:
             yield chunk
         if state["done"]:
             break
@@ -284,19 +366,24 @@ class AnthropicProvider(HTTPProvider):
     def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """A Messages body."""
         return build_anthropic_payload(
-            request, model=self.model, max_tokens=self.max_completion_tokens, stream=stream
+            request,
+            model=self.model,
+            max_tokens=self.max_completion_tokens,
+            stream=stream,
+            source=self.name,
         )
 
     def parse_response(self, data: Any) -> ModelResponse:
         """A Messages response."""
-        return parse_anthropic_response(data, vendor=self.vendor)
+        return parse_anthropic_response(data, vendor=self.vendor, source=self.name)
 
     def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
         """A Messages SSE stream."""
-        return stream_anthropic_chunks(lines, transport_name=self.vendor)
+        return stream_anthropic_chunks(lines, transport_name=self.vendor, source=self.name)
 
 
 __all__ = [
+    "ANTHROPIC_FINISH",
     "ANTHROPIC_VERSION",
     "AnthropicProvider",
     "anthropic_messages",

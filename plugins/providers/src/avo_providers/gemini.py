@@ -3,47 +3,49 @@
 ``POST {base_url}/v1beta/models/{model}:generateContent`` and
 ``:streamGenerateContent?alt=sse`` with ``x-goog-api-key``. Tool calls are
 ``functionCall`` parts of a ``model`` turn, results ``functionResponse`` parts.
+The ``thoughtSignature`` Gemini attaches to a function call travels with the
+call in the run's transcript (``ToolCall.signature``) and goes back with it,
+also after a resume.
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
-from avo_providers.base_http import HTTPProvider, ProviderConfig
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     decode_json,
     iter_sse_events,
     json_safe_content,
     malformed,
+    map_finish,
     parse_json_content,
     parse_tool_arguments,
     recorded_call_arguments,
     require_tool_name,
     stream_error,
+    vendor_call_id,
+    vendor_result_id,
 )
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
-    import httpx
-
     from avo.providers.streaming import ModelChunk
 
-
-class _BoundedDict(OrderedDict[str, str]):
-    """A dict that forgets its oldest entries beyond ``limit``."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def __setitem__(self, key: str, value: str) -> None:
-        super().__setitem__(key, value)
-        while len(self) > self.limit:
-            self.popitem(last=False)
+GEMINI_FINISH: dict[str, FinishReason] = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+}
+"""Gemini ``finishReason`` values (the rest, e.g. ``OTHER``, are unknown)."""
 
 
 # The OpenAPI-3.0 subset Gemini's ``Schema`` accepts; anything else is dropped.
@@ -105,9 +107,12 @@ def gemini_schema(schema: Any, defs: dict[str, Any] | None = None) -> Any:
 
 def gemini_contents(
     messages: list[dict[str, Any]],
-    signatures: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """``(systemInstruction, contents)``; consecutive same-role turns are merged."""
+    """``(systemInstruction, contents)``; consecutive same-role turns are merged.
+
+    A recorded call goes back with its ``thoughtSignature`` and, when Gemini
+    gave one, its ``id`` (its response carries the same ``id``).
+    """
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     names_by_id: dict[str, str] = {}
@@ -124,7 +129,10 @@ def gemini_contents(
             name = message.get("name") or names_by_id.get(call_id, "tool")
             result = parse_json_content(message.get("content"))
             response = result if isinstance(result, dict) else {"result": result}
-            role, parts = "user", [{"functionResponse": {"name": name, "response": response}}]
+            function_response: dict[str, Any] = {"name": name, "response": response}
+            if message.get("vendor_id"):
+                function_response["id"] = vendor_result_id(message)
+            role, parts = "user", [{"functionResponse": function_response}]
         else:
             text = json_safe_content(message.get("content"))
             if text:
@@ -133,12 +141,12 @@ def gemini_contents(
                 function = call.get("function") or {}
                 names_by_id[str(call.get("id"))] = function.get("name", "")
                 args = recorded_call_arguments(function)
-                part: dict[str, Any] = {
-                    "functionCall": {"name": function.get("name"), "args": args}
-                }
-                signature = (signatures or {}).get(str(call.get("id")))
-                if signature:
-                    part["thoughtSignature"] = signature
+                function_call: dict[str, Any] = {"name": function.get("name"), "args": args}
+                if call.get("vendor_id"):
+                    function_call["id"] = vendor_call_id(call)
+                part: dict[str, Any] = {"functionCall": function_call}
+                if call.get("signature"):
+                    part["thoughtSignature"] = call["signature"]
                 parts.append(part)
             role = "model" if role == "assistant" else "user"
         if not parts:
@@ -150,15 +158,26 @@ def gemini_contents(
     return ({"parts": system} if system else None), contents
 
 
-def build_gemini_payload(
-    request: ModelRequest, *, max_tokens: int, signatures: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """A ``generateContent`` body; ``signatures`` maps tool-call ids to thought signatures."""
-    system, contents = gemini_contents(request.messages, signatures)
-    payload: dict[str, Any] = {
-        "contents": contents,
-        "generationConfig": {"maxOutputTokens": max_tokens},
-    }
+def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str, Any]:
+    """A ``generateContent`` body.
+
+    With ``request.output_schema`` and no tools, Gemini's JSON mode
+    (``responseMimeType`` + ``responseSchema``); with tools (Gemini does not mix
+    function calling and JSON mode) the schema goes in as an instruction.
+    """
+    system, contents = gemini_contents(request.messages)
+    config: dict[str, Any] = {"maxOutputTokens": max_tokens}
+    payload: dict[str, Any] = {"contents": contents, "generationConfig": config}
+    schema = request.output_schema
+    if schema is not None and not request.tools:
+        config["responseMimeType"] = "application/json"
+        config["responseSchema"] = gemini_schema(schema)
+    elif schema is not None:
+        instruction = (
+            "When you give your final answer, reply with only a JSON object matching this "
+            f"JSON schema: {json.dumps(schema, sort_keys=True)}"
+        )
+        system = {"parts": [*(system or {}).get("parts", []), {"text": instruction}]}
     if system:
         payload["systemInstruction"] = system
     if request.tools:
@@ -185,13 +204,14 @@ def _usage(raw: Any) -> TokenUsage | None:
 
 
 def _candidate(data: Any, vendor: str) -> dict[str, Any]:
+    """The first candidate; a prompt Gemini blocked is an empty, filtered candidate."""
     if not isinstance(data, dict):
         raise malformed(vendor, f"expected a JSON object, got {type(data).__name__}")
     candidates = data.get("candidates")
     if not isinstance(candidates, list) or not candidates:
         blocked = (data.get("promptFeedback") or {}).get("blockReason")
         if blocked:
-            raise malformed(vendor, f"the prompt was blocked ({blocked})")
+            return {"content": {"parts": []}, "finishReason": "SAFETY", "blocked": str(blocked)}
         raise malformed(vendor, "no 'candidates' in the response")
     candidate = candidates[0]
     if not isinstance(candidate, dict):
@@ -199,61 +219,56 @@ def _candidate(data: Any, vendor: str) -> dict[str, Any]:
     return candidate
 
 
-# finishReasons that mean "no usable answer" when nothing was produced.
-_FAILED_FINISH = frozenset(
-    {
-        "SAFETY",
-        "RECITATION",
-        "BLOCKLIST",
-        "PROHIBITED_CONTENT",
-        "SPII",
-        "MALFORMED_FUNCTION_CALL",
-        "UNEXPECTED_TOOL_CALL",
-        "OTHER",
-    }
-)
+# finishReasons that mean "the model produced a broken answer" when nothing came.
+_FAILED_FINISH = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "OTHER"})
 
 
-def _check_finish(vendor: str, candidate: dict[str, Any], *, produced: bool) -> None:
+def _finish(
+    vendor: str, candidate: dict[str, Any], *, produced: bool, calls: bool
+) -> FinishReason | None:
+    """The candidate's FinishReason; a broken, empty answer is a malformed response."""
     reason = candidate.get("finishReason")
     if not produced and reason in _FAILED_FINISH:
         raise malformed(vendor, f"no answer: the candidate finished with {reason}")
+    finish = map_finish(GEMINI_FINISH, reason)
+    if calls and finish is FinishReason.STOP:  # Gemini says STOP after function calls too
+        return FinishReason.TOOL_CALLS
+    return finish
 
 
-def parse_gemini_response(
-    data: Any, *, vendor: str = "Gemini", signatures: dict[str, str] | None = None
-) -> ModelResponse:
-    """A ``generateContent`` response as a ModelResponse (the first functionCall wins)."""
+def _tool_call(vendor: str, part: dict[str, Any]) -> ToolCall:
+    call = part["functionCall"] or {}
+    name = require_tool_name(vendor, call.get("name"))
+    arguments = parse_tool_arguments(vendor, call.get("args"), name)
+    signature = str(part["thoughtSignature"]) if part.get("thoughtSignature") else None
+    if call.get("id"):
+        return ToolCall(
+            tool_call_id=str(call["id"]), name=name, arguments=arguments, signature=signature
+        )
+    return ToolCall(name=name, arguments=arguments, signature=signature)
+
+
+def parse_gemini_response(data: Any, *, vendor: str = "Gemini") -> ModelResponse:
+    """A ``generateContent`` response as a ModelResponse (every functionCall, in order)."""
     from avo.providers.streaming import split_thinking
 
     candidate = _candidate(data, vendor)
     parts = (candidate.get("content") or {}).get("parts") or []
-    _check_finish(vendor, candidate, produced=bool(parts))
+    calls = [_tool_call(vendor, part) for part in parts if "functionCall" in part]
+    finish = _finish(vendor, candidate, produced=bool(parts), calls=bool(calls))
     usage = _usage(data.get("usageMetadata"))
     response_id = str(data.get("responseId") or new_id())
-    for part in parts:
-        if "functionCall" in part:
-            call = part["functionCall"] or {}
-            name = require_tool_name(vendor, call.get("name"))
-            call_id = str(call.get("id") or f"call_{new_id()}")
-            if signatures is not None and part.get("thoughtSignature"):
-                signatures[call_id] = str(part["thoughtSignature"])
-            tool_call = ToolCall(
-                tool_call_id=call_id,
-                name=name,
-                arguments=parse_tool_arguments(vendor, call.get("args"), name),
-            )
-            return ModelResponse(response_id=response_id, tool_call=tool_call, usage=usage)
+    if calls:
+        return ModelResponse(
+            response_id=response_id, tool_calls=calls, usage=usage, finish_reason=finish
+        )
     text = "".join(str(p.get("text", "")) for p in parts if "text" in p and not p.get("thought"))
     _, answer = split_thinking(text)
-    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+    return ModelResponse(response_id=response_id, content=answer, usage=usage, finish_reason=finish)
 
 
 async def stream_gemini_chunks(
-    lines: AsyncIterator[str],
-    *,
-    transport_name: str = "Gemini",
-    signatures: dict[str, str] | None = None,
+    lines: AsyncIterator[str], *, transport_name: str = "Gemini"
 ) -> AsyncIterator[ModelChunk]:
     """Normalized chunks from ``streamGenerateContent?alt=sse``; no finishReason means cut off."""
     from avo.providers.streaming import ModelChunk, ThinkingStreamParser
@@ -271,16 +286,16 @@ async def stream_gemini_chunks(
         for part in (candidate.get("content") or {}).get("parts") or []:
             if "functionCall" in part:
                 call = part["functionCall"] or {}
-                call_id = str(call.get("id") or f"call_{new_id()}")
-                if signatures is not None and part.get("thoughtSignature"):
-                    signatures[call_id] = str(part["thoughtSignature"])
                 delta: dict[str, Any] = {
                     "index": calls,
-                    "id": call_id,
                     "arguments": json.dumps(call.get("args") or {}),
                 }
+                if call.get("id"):
+                    delta["id"] = str(call["id"])
                 if call.get("name"):
                     delta["name"] = call["name"]
+                if part.get("thoughtSignature"):
+                    delta["signature"] = str(part["thoughtSignature"])
                 calls += 1
                 yield ModelChunk(tool_call_delta=delta, response_id=response_id)
             elif part.get("thought") and part.get("text"):
@@ -293,9 +308,10 @@ async def stream_gemini_chunks(
             yield ModelChunk(usage=usage, response_id=response_id)
         produced = produced or bool((candidate.get("content") or {}).get("parts"))
         if candidate.get("finishReason"):
-            _check_finish(transport_name, candidate, produced=produced)
+            finish = _finish(transport_name, candidate, produced=produced, calls=calls > 0)
             finished = True
-            yield ModelChunk(finish_reason=str(candidate["finishReason"]), response_id=response_id)
+            reason = (finish or FinishReason.UNKNOWN).value
+            yield ModelChunk(finish_reason=reason, response_id=response_id)
     for chunk in flush_chunks(parser, response_id):
         yield chunk
     if not finished:
@@ -309,19 +325,7 @@ class GeminiProvider(HTTPProvider):
     vendor: ClassVar[str] = "Gemini"
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"
     api_style: ClassVar[str] = "gemini"
-
-    def __init__(
-        self,
-        config: ProviderConfig,
-        max_completion_tokens: int = 1024,
-        request_timeout_seconds: float = 30.0,
-        *,
-        client: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(config, max_completion_tokens, request_timeout_seconds, client=client)
-        # Thought signatures Gemini attaches to function calls must be sent back with
-        # them on the next turn; the runtime's messages carry only the call id.
-        self._signatures: dict[str, str] = _BoundedDict(256)
+    supports_output_schema: ClassVar[bool] = True
 
     def headers(self) -> dict[str, str]:
         """``x-goog-api-key`` (never a ``?key=`` query parameter, which would leak into logs)."""
@@ -334,20 +338,19 @@ class GeminiProvider(HTTPProvider):
 
     def build_payload(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """A ``generateContent`` body (the same for streaming)."""
-        return build_gemini_payload(
-            request, max_tokens=self.max_completion_tokens, signatures=self._signatures
-        )
+        return build_gemini_payload(request, max_tokens=self.max_completion_tokens)
 
     def parse_response(self, data: Any) -> ModelResponse:
         """A ``generateContent`` response."""
-        return parse_gemini_response(data, vendor=self.vendor, signatures=self._signatures)
+        return parse_gemini_response(data, vendor=self.vendor)
 
     def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
         """A ``streamGenerateContent`` SSE stream."""
-        return stream_gemini_chunks(lines, transport_name=self.vendor, signatures=self._signatures)
+        return stream_gemini_chunks(lines, transport_name=self.vendor)
 
 
 __all__ = [
+    "GEMINI_FINISH",
     "GeminiProvider",
     "build_gemini_payload",
     "gemini_contents",

@@ -6,14 +6,17 @@ take the response objects httpx hands them.
 
 from __future__ import annotations
 
+import email.utils
 import json
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 from pydantic import JsonValue
 
 from avo.exceptions import ProviderError
-from avo.models import ToolMetadata
+from avo.models import FinishReason, ToolMetadata
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 """4xx statuses that mean "try again" (timeouts, conflicts, rate limits); every 5xx is too."""
@@ -37,10 +40,10 @@ class ProviderHTTPError(ProviderError):
         status_code: int,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, retryable=retryable)
+        super().__init__(
+            message, retryable=retryable, retry_after=retry_after, status_code=status_code
+        )
         self.vendor = vendor
-        self.status_code = status_code
-        self.retry_after = retry_after
 
 
 def redact_text(text: str, *secrets: str | None) -> str:
@@ -88,17 +91,65 @@ def recorded_call_arguments(function: Mapping[str, Any]) -> Any:
     return json.loads(arguments) if isinstance(arguments, str) else arguments
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
+def vendor_call_id(entry: Mapping[str, Any]) -> Any:
+    """The id to send back for a recorded tool call: the vendor's own, else the kernel's."""
+    return entry.get("vendor_id") or entry.get("id")
+
+
+def vendor_result_id(message: Mapping[str, Any]) -> Any:
+    """The call id a ``role: tool`` message answers, as the vendor knows it."""
+    return message.get("vendor_id") or message.get("tool_call_id")
+
+
+def own_thinking(message: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+    """The thinking blocks of an assistant message that ``source`` made, without the tag.
+
+    Blocks carry their vendor's signature; another vendor cannot check them, so
+    each adapter sends back only its own.
+    """
+    blocks = message.get("thinking")
+    if not isinstance(blocks, list):
+        return []
+    return [
+        {key: value for key, value in block.items() if key != "source"}
+        for block in blocks
+        if isinstance(block, dict) and block.get("source") == source
+    ]
+
+
+def map_finish(table: Mapping[str, FinishReason], raw: Any) -> FinishReason | None:
+    """A vendor's finish reason as a FinishReason (``unknown`` when not in ``table``)."""
+    if raw is None or raw == "":
+        return None
+    return table.get(str(raw), FinishReason.UNKNOWN)
+
+
+def retry_after_seconds(
+    headers: Mapping[str, str], *, now: Callable[[], float] = time.time
+) -> float | None:
+    """The wait a vendor asked for: ``retry-after-ms``, else ``Retry-After`` in seconds
+    or as an HTTP date (RFC 9110), measured from ``now``; None when absent or unreadable."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = lowered.get(key)
-        if raw is None:
-            continue
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
         try:
-            return max(0.0, float(raw) * scale)
+            return max(0.0, float(raw_ms) / 1000)
         except ValueError:
-            continue
-    return None
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - now())
 
 
 def _error_detail(body: str) -> str:
@@ -144,7 +195,7 @@ def error_from_status(
 ) -> ProviderHTTPError:
     """Map an HTTP error status to a ``ProviderError`` with ``retryable`` set right."""
     retryable = status_code in RETRYABLE_STATUS or status_code >= 500
-    retry_after = _retry_after(headers)
+    retry_after = retry_after_seconds(headers)
     detail = brief(_error_detail(body), *secrets) or "no error detail"
     message = f"{vendor} API returned HTTP {status_code}: {detail}"
     if retry_after is not None:
@@ -321,11 +372,16 @@ __all__ = [
     "iter_sse_lines",
     "json_safe_content",
     "malformed",
+    "map_finish",
     "openai_tools",
+    "own_thinking",
     "parse_json_content",
     "parse_tool_arguments",
     "recorded_call_arguments",
     "redact_text",
     "require_tool_name",
+    "retry_after_seconds",
     "stream_error",
+    "vendor_call_id",
+    "vendor_result_id",
 ]

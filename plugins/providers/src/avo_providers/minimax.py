@@ -31,6 +31,8 @@ class MiniMaxOpenAIStyle(OpenAICompatibleProvider):
     vendor: ClassVar[str] = "MiniMax"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     max_tokens_field: ClassVar[str] = "max_tokens"
+    think_round_trip: ClassVar[bool] = True  # MiniMax asks for its <think> back in tool use
+    supports_output_schema: ClassVar[bool] = False  # the run's schema goes in as an instruction
 
     def endpoint(self, *, stream: bool) -> str:
         """``/v1/chat/completions`` (a base URL already ending in ``/v1`` is respected)."""
@@ -81,6 +83,7 @@ class MiniMaxProvider:
         self.api_style = config.api_style
         self.base_url = self._impl.base_url
         self.event_sink: EventSink | None = None
+        self.supports_output_schema = bool(getattr(self._impl, "supports_output_schema", False))
 
     def __repr__(self) -> str:
         return f"MiniMaxProvider(model={self.model!r}, api_style={self.api_style!r})"

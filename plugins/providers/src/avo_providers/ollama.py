@@ -11,12 +11,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     decode_json,
     json_safe_content,
     malformed,
+    map_finish,
     openai_tools,
     parse_tool_arguments,
     recorded_call_arguments,
@@ -28,6 +29,19 @@ from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
     from avo.providers.streaming import ModelChunk
+
+OLLAMA_FINISH: dict[str, FinishReason] = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+}
+"""Ollama ``done_reason`` values (``load``, ``unload`` and the rest: unknown)."""
+
+
+def _ollama_finish(raw: Any, calls: bool) -> FinishReason | None:
+    finish = map_finish(OLLAMA_FINISH, raw)
+    if calls and finish in (FinishReason.STOP, None):  # Ollama says stop after tool calls
+        return FinishReason.TOOL_CALLS
+    return finish
 
 
 def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,6 +81,8 @@ def build_ollama_payload(
     }
     if request.tools:
         payload["tools"] = openai_tools(request.tools)
+    if request.output_schema is not None:
+        payload["format"] = {k: v for k, v in request.output_schema.items() if k != "title"}
     return payload
 
 
@@ -92,17 +108,22 @@ def parse_ollama_response(data: Any, *, vendor: str = "Ollama") -> ModelResponse
         raise malformed(vendor, "no 'message' in the response")
     usage = _usage(data)
     response_id = new_id()
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
+    calls = []
+    for raw in message.get("tool_calls") or []:
+        function = raw.get("function") or {}
         name = require_tool_name(vendor, function.get("name"))
-        tool_call = ToolCall(
-            tool_call_id=str(call.get("id") or f"call_{new_id()}"),
-            name=name,
-            arguments=parse_tool_arguments(vendor, function.get("arguments"), name),
+        arguments = parse_tool_arguments(vendor, function.get("arguments"), name)
+        if raw.get("id"):
+            calls.append(ToolCall(tool_call_id=str(raw["id"]), name=name, arguments=arguments))
+        else:
+            calls.append(ToolCall(name=name, arguments=arguments))
+    finish = _ollama_finish(data.get("done_reason"), bool(calls))
+    if calls:
+        return ModelResponse(
+            response_id=response_id, tool_calls=calls, usage=usage, finish_reason=finish
         )
-        return ModelResponse(response_id=response_id, tool_call=tool_call, usage=usage)
     _, answer = split_thinking(str(message.get("content") or ""))
-    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+    return ModelResponse(response_id=response_id, content=answer, usage=usage, finish_reason=finish)
 
 
 async def stream_ollama_chunks(
@@ -134,9 +155,10 @@ async def stream_ollama_chunks(
             arguments = function.get("arguments")
             delta: dict[str, Any] = {
                 "index": calls,
-                "id": str(call.get("id") or f"call_{new_id()}"),
                 "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
             }
+            if call.get("id"):
+                delta["id"] = str(call["id"])
             if function.get("name"):
                 delta["name"] = function["name"]
             calls += 1
@@ -146,9 +168,9 @@ async def stream_ollama_chunks(
             usage = _usage(obj)
             if usage is not None:
                 yield ModelChunk(usage=usage, response_id=response_id)
-            yield ModelChunk(
-                finish_reason=str(obj.get("done_reason") or "stop"), response_id=response_id
-            )
+            finish = _ollama_finish(obj.get("done_reason") or "stop", calls > 0)
+            reason = (finish or FinishReason.UNKNOWN).value
+            yield ModelChunk(finish_reason=reason, response_id=response_id)
             break
     for chunk in flush_chunks(parser, response_id):
         yield chunk
@@ -163,6 +185,7 @@ class OllamaProvider(HTTPProvider):
     vendor: ClassVar[str] = "Ollama"
     default_base_url: ClassVar[str] = "http://localhost:11434"
     api_style: ClassVar[str] = "ollama"
+    supports_output_schema: ClassVar[bool] = True
     stream_content_types: ClassVar[tuple[str, ...]] = ("application/x-ndjson", "json")
 
     def headers(self) -> dict[str, str]:
@@ -199,6 +222,7 @@ class OllamaCloudProvider(OllamaProvider):
 
 
 __all__ = [
+    "OLLAMA_FINISH",
     "OllamaCloudProvider",
     "OllamaProvider",
     "build_ollama_payload",

@@ -10,26 +10,55 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from avo.models import ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
+from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
     decode_json,
     iter_sse_events,
     json_safe_content,
     malformed,
+    map_finish,
     openai_tools,
+    own_thinking,
     parse_tool_arguments,
     redact_text,
     require_tool_name,
     stream_error,
+    vendor_call_id,
+    vendor_result_id,
 )
+
+OPENAI_FINISH: dict[str, FinishReason] = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+    "refusal": FinishReason.REFUSAL,
+}
+"""Chat Completions ``finish_reason`` values (also Groq, Cerebras, OpenRouter, MiniMax)."""
 
 if TYPE_CHECKING:
     from avo.providers.streaming import ModelChunk, ThinkingStreamParser
 
 
-def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runtime's messages, cleaned to what strict OpenAI-compatible servers accept."""
+def _think_prefix(message: dict[str, Any], source: str | None) -> str:
+    """``<think>...</think>`` for reasoning this vendor wants back in the content."""
+    if source is None:
+        return ""
+    texts = [str(block.get("text", "")) for block in own_thinking(message, source)]
+    return "".join(f"<think>{text}</think>" for text in texts if text)
+
+
+def openai_messages(
+    messages: list[dict[str, Any]], *, think_source: str | None = None
+) -> list[dict[str, Any]]:
+    """The runtime's messages, cleaned to what strict OpenAI-compatible servers accept.
+
+    Tool calls and results carry the vendor's own call ids. ``think_source``:
+    the adapter whose ``<think>`` reasoning goes back inside the assistant
+    content (MiniMax asks for it in multi-turn tool use).
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
@@ -37,20 +66,34 @@ def openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(
                 {
                     "role": "tool",
-                    "tool_call_id": message.get("tool_call_id"),
+                    "tool_call_id": vendor_result_id(message),
                     "content": json_safe_content(message.get("content")),
                 }
             )
         elif role == "assistant" and message.get("tool_calls"):
+            content = message.get("content")
+            think = _think_prefix(message, think_source)
+            if think:
+                content = think + (content or "")
             out.append(
                 {
                     "role": "assistant",
-                    "content": message.get("content"),
-                    "tool_calls": message["tool_calls"],
+                    "content": content,
+                    "tool_calls": [
+                        {
+                            "id": vendor_call_id(call),
+                            "type": call.get("type", "function"),
+                            "function": call.get("function"),
+                        }
+                        for call in message["tool_calls"]
+                    ],
                 }
             )
         else:
-            out.append({"role": role, "content": json_safe_content(message.get("content"))})
+            content = json_safe_content(message.get("content"))
+            if role == "assistant":
+                content = _think_prefix(message, think_source) + content
+            out.append({"role": role, "content": content})
     return out
 
 
@@ -61,20 +104,49 @@ def build_openai_payload(
     max_tokens: int,
     stream: bool,
     max_tokens_field: str = "max_tokens",
+    think_source: str | None = None,
+    json_schema: bool = True,
 ) -> dict[str, Any]:
-    """A Chat Completions request body."""
+    """A Chat Completions request body.
+
+    With ``request.output_schema`` the body asks for a JSON answer in that shape
+    (``response_format`` json_schema, strict when the schema allows it);
+    ``json_schema=False`` for servers that only know ``json_object``.
+    """
     payload: dict[str, Any] = {
         "model": model,
-        "messages": openai_messages(request.messages),
+        "messages": openai_messages(request.messages, think_source=think_source),
         max_tokens_field: max_tokens,
     }
     if request.tools:
         payload["tools"] = openai_tools(request.tools)
         payload["tool_choice"] = "auto"
+    if request.output_schema is not None:
+        payload["response_format"] = response_format(request.output_schema, json_schema)
     if stream:
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
     return payload
+
+
+def response_format(schema: dict[str, Any], json_schema: bool = True) -> dict[str, Any]:
+    """The ``response_format`` asking for JSON in ``schema``'s shape (strict when it can be)."""
+    from avo.tools import to_strict_schema
+
+    if not json_schema:
+        return {"type": "json_object"}
+    name = str(schema.get("title") or "output")
+    body = {key: value for key, value in schema.items() if key != "title"}
+    strict = to_strict_schema(body)
+    spec: dict[str, Any] = {"name": _schema_name(name), "schema": strict or body}
+    spec["strict"] = strict is not None
+    return {"type": "json_schema", "json_schema": spec}
+
+
+def _schema_name(name: str) -> str:
+    """A ``json_schema.name`` OpenAI accepts: letters, digits, ``_`` and ``-``, 64 at most."""
+    cleaned = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
+    return cleaned[:64] or "output"
 
 
 def _usage(raw: Any) -> TokenUsage | None:
@@ -86,8 +158,14 @@ def _usage(raw: Any) -> TokenUsage | None:
     )
 
 
-def parse_openai_response(data: Any, *, vendor: str = "OpenAI") -> ModelResponse:
-    """A Chat Completions response as a ModelResponse (the first tool call wins)."""
+def parse_openai_response(
+    data: Any, *, vendor: str = "OpenAI", think_source: str | None = None
+) -> ModelResponse:
+    """A Chat Completions response as a ModelResponse (every tool call, in order).
+
+    ``think_source``: keep the answer's ``<think>`` reasoning as a thinking block
+    tagged with that adapter, to send back on later turns.
+    """
     from avo.providers.streaming import split_thinking
 
     if not isinstance(data, dict):
@@ -97,27 +175,49 @@ def parse_openai_response(data: Any, *, vendor: str = "OpenAI") -> ModelResponse
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise malformed(vendor, "no 'choices' in the response")
-    message = choices[0].get("message")
+    choice = choices[0]
+    message = choice.get("message")
     if not isinstance(message, dict):
         raise malformed(vendor, "choice has no 'message'")
     usage = _usage(data.get("usage"))
     response_id = str(data.get("id") or new_id())
-    tool_calls = message.get("tool_calls") or []
-    if tool_calls:
-        first = tool_calls[0]
-        function = first.get("function") or {}
-        name = require_tool_name(vendor, function.get("name"))
-        call = ToolCall(
-            tool_call_id=str(first.get("id") or new_id()),
-            name=name,
-            arguments=parse_tool_arguments(vendor, function.get("arguments"), name),
-        )
-        return ModelResponse(response_id=response_id, tool_call=call, usage=usage)
+    finish = map_finish(OPENAI_FINISH, choice.get("finish_reason"))
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         content = json_safe_content(content)
-    _, answer = split_thinking(content or "")
-    return ModelResponse(response_id=response_id, content=answer, usage=usage)
+    thought, answer = split_thinking(content or "")
+    thinking = (
+        [{"type": "think", "text": thought, "source": think_source}]
+        if thought and think_source
+        else []
+    )
+    calls = []
+    for raw in message.get("tool_calls") or []:
+        function = raw.get("function") or {}
+        name = require_tool_name(vendor, function.get("name"))
+        arguments = parse_tool_arguments(vendor, function.get("arguments"), name)
+        if raw.get("id"):
+            calls.append(ToolCall(tool_call_id=str(raw["id"]), name=name, arguments=arguments))
+        else:
+            calls.append(ToolCall(name=name, arguments=arguments))
+    if calls:
+        return ModelResponse(
+            response_id=response_id,
+            tool_calls=calls,
+            usage=usage,
+            finish_reason=finish,
+            thinking=thinking,
+        )
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        answer, finish = refusal, FinishReason.REFUSAL
+    return ModelResponse(
+        response_id=response_id,
+        content=answer,
+        usage=usage,
+        finish_reason=finish,
+        thinking=thinking,
+    )
 
 
 def _normalize_openai_tool_delta(delta: dict[str, Any]) -> dict[str, Any]:
@@ -166,7 +266,11 @@ def flush_chunks(parser: ThinkingStreamParser, response_id: str | None) -> list[
 def parse_openai_stream_payload(
     obj: dict[str, Any], parser: ThinkingStreamParser, *, vendor: str = "OpenAI"
 ) -> tuple[list[ModelChunk], bool]:
-    """Chunks from one decoded ``chat.completion.chunk``; second item: finish seen."""
+    """Chunks from one decoded ``chat.completion.chunk``; second item: finish seen.
+
+    Finish reasons come out as FinishReason values; a ``refusal`` delta is text
+    followed by a ``refusal`` finish chunk.
+    """
     from avo.providers.streaming import ModelChunk
 
     if "error" in obj and not obj.get("choices"):
@@ -184,6 +288,10 @@ def parse_openai_stream_payload(
         content = delta.get("content")
         if isinstance(content, str) and content:
             chunks.extend(text_chunks(parser, content, response_id))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            chunks.append(ModelChunk(text=refusal, response_id=response_id))
+            chunks.append(ModelChunk(finish_reason=FinishReason.REFUSAL, response_id=response_id))
         for tool_delta in delta.get("tool_calls") or []:
             chunks.append(
                 ModelChunk(
@@ -191,11 +299,10 @@ def parse_openai_stream_payload(
                     response_id=response_id,
                 )
             )
-        if choice.get("finish_reason"):
+        finish = map_finish(OPENAI_FINISH, choice.get("finish_reason"))
+        if finish is not None:
             finished = True
-            chunks.append(
-                ModelChunk(finish_reason=str(choice["finish_reason"]), response_id=response_id)
-            )
+            chunks.append(ModelChunk(finish_reason=finish.value, response_id=response_id))
     # Groq reports streamed usage under ``x_groq.usage`` in the last chunk.
     usage = _usage(obj.get("usage") or (obj.get("x_groq") or {}).get("usage"))
     if usage is not None:
@@ -204,14 +311,23 @@ def parse_openai_stream_payload(
 
 
 async def stream_openai_chunks(
-    lines: AsyncIterator[str], *, transport_name: str = "OpenAI"
+    lines: AsyncIterator[str],
+    *,
+    transport_name: str = "OpenAI",
+    think_source: str | None = None,
 ) -> AsyncIterator[ModelChunk]:
-    """Normalized chunks from an OpenAI SSE stream; a stream cut before the end is an error."""
-    from avo.providers.streaming import ThinkingStreamParser
+    """Normalized chunks from an OpenAI SSE stream; a stream cut before the end is an error.
+
+    A refusal stays the finish reason even when the vendor's last chunk says
+    ``stop``. ``think_source``: the streamed reasoning also ends as one
+    thinking block tagged with that adapter (see :func:`parse_openai_response`).
+    """
+    from avo.providers.streaming import ModelChunk, ThinkingStreamParser
 
     parser = ThinkingStreamParser()
-    finished = done = False
+    finished = done = refused = False
     response_id: str | None = None
+    thoughts: list[str] = []
     async for _event, data in iter_sse_events(lines):
         if data.strip() == "[DONE]":
             done = True
@@ -223,11 +339,22 @@ async def stream_openai_chunks(
         chunks, saw_finish = parse_openai_stream_payload(obj, parser, vendor=transport_name)
         finished = finished or saw_finish
         for chunk in chunks:
+            if chunk.finish_reason == FinishReason.REFUSAL:
+                refused = True
+            elif refused and chunk.finish_reason is not None:
+                chunk = ModelChunk(finish_reason=FinishReason.REFUSAL, response_id=response_id)
+            if chunk.thought and think_source:
+                thoughts.append(chunk.thought)
             yield chunk
     for chunk in flush_chunks(parser, response_id):
+        if chunk.thought and think_source:
+            thoughts.append(chunk.thought)
         yield chunk
     if not (done or finished):
         raise malformed(transport_name, "the stream ended before [DONE] or a finish_reason")
+    if thoughts:
+        block = {"type": "think", "text": "".join(thoughts), "source": think_source}
+        yield ModelChunk(thinking_block=block, response_id=response_id)
 
 
 class OpenAICompatibleProvider(HTTPProvider):
@@ -237,6 +364,15 @@ class OpenAICompatibleProvider(HTTPProvider):
     vendor: ClassVar[str] = "OpenAI"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
+    supports_output_schema: ClassVar[bool] = True
+    json_schema_output: ClassVar[bool] = True
+    """False for servers that know ``response_format`` ``json_object`` only."""
+    think_round_trip: ClassVar[bool] = False
+    """True for vendors that want ``<think>`` reasoning back in the assistant content."""
+
+    @property
+    def _think_source(self) -> str | None:
+        return self.name if self.think_round_trip else None
 
     def headers(self) -> dict[str, str]:
         """Bearer auth when a key is configured."""
@@ -256,22 +392,28 @@ class OpenAICompatibleProvider(HTTPProvider):
             max_tokens=self.max_completion_tokens,
             stream=stream,
             max_tokens_field=self.max_tokens_field,
+            think_source=self._think_source,
+            json_schema=self.json_schema_output,
         )
 
     def parse_response(self, data: Any) -> ModelResponse:
         """A Chat Completions response."""
-        return parse_openai_response(data, vendor=self.vendor)
+        return parse_openai_response(data, vendor=self.vendor, think_source=self._think_source)
 
     def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
         """A Chat Completions SSE stream."""
-        return stream_openai_chunks(lines, transport_name=self.vendor)
+        return stream_openai_chunks(
+            lines, transport_name=self.vendor, think_source=self._think_source
+        )
 
 
 __all__ = [
+    "OPENAI_FINISH",
     "OpenAICompatibleProvider",
     "build_openai_payload",
     "openai_messages",
     "parse_openai_response",
     "parse_openai_stream_payload",
+    "response_format",
     "stream_openai_chunks",
 ]

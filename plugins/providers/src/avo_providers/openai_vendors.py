@@ -16,6 +16,8 @@ class GroqProvider(OpenAICompatibleProvider):
     name: ClassVar[str] = "groq"
     vendor: ClassVar[str] = "Groq"
     default_base_url: ClassVar[str] = "https://api.groq.com/openai/v1"
+    # JSON-schema output on a few models only: the run's schema goes in as an instruction.
+    supports_output_schema: ClassVar[bool] = False
 
 
 class CerebrasProvider(OpenAICompatibleProvider):
@@ -33,6 +35,8 @@ class OpenRouterProvider(OpenAICompatibleProvider):
     vendor: ClassVar[str] = "OpenRouter"
     default_base_url: ClassVar[str] = "https://openrouter.ai/api/v1"
     max_tokens_field: ClassVar[str] = "max_tokens"
+    # Whether JSON-schema output works depends on the routed model: use an instruction.
+    supports_output_schema: ClassVar[bool] = False
 
     def headers(self) -> dict[str, str]:
         """Bearer auth plus the attribution headers (overridable via config headers)."""
