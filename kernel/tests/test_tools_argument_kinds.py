@@ -49,7 +49,7 @@ def test_hints_become_argument_kinds_and_leave_the_schema() -> None:
         "files[]": ArgumentKind.PATH,
     }
     assert not _contains_hint(metadata.input_schema)
-    assert metadata.input_schema["properties"]["url"] == {"title": "Url", "type": "string"}
+    assert metadata.input_schema["properties"]["url"] == {"type": "string"}  # no title
 
 
 def test_an_explicit_declaration_wins_over_a_hint() -> None:

@@ -89,6 +89,20 @@ def _listed(cli: CLI, env: dict[str, str]) -> dict[str, dict[str, object]]:
     return {row["run_id"]: row for row in json.loads(listing.out)}
 
 
+def _minted(cli: CLI, run_id: str) -> dict[str, list[str]]:
+    """Each vendor call id of the run -> the ids the runtime minted for it."""
+    import asyncio
+
+    from avo.testing import minted_ids
+    from avo_sqlite import SQLiteEventStore
+
+    async def read() -> dict[str, list[str]]:
+        async with SQLiteEventStore(cli.cwd / "runs.db") as store:
+            return minted_ids(await store.get_events(run_id))
+
+    return asyncio.run(read())
+
+
 def _start_and_read_run_id(cli: CLI, env: dict[str, str], *args: str) -> tuple[object, str]:
     process = cli.start("run", "take notes", *args, **env)
     assert process.stderr is not None
@@ -116,7 +130,8 @@ def test_kill_during_a_tool_then_resume_runs_nothing_twice(
     assert refused.first_err == f"avo: resuming run {run_id} (store runs.db)"
     line = refused.err.splitlines()[1]
     assert line.startswith("avo: Cannot safely resume because these tool calls started without")
-    assert "call-b" in line and "resume with --fail-open-tools" in line
+    # the open call is named by the id the runtime gave the vendor's call-b
+    assert _minted(user, run_id)["call-b"][0] in line and "resume with --fail-open-tools" in line
 
     resumed = user("runs", "resume", run_id, "--fail-open-tools", **env)
     assert resumed.code == 0, resumed.err

@@ -38,6 +38,7 @@ from avo.models import (
     RunResult,
     ToolCall,
     ToolResult,
+    event_id,
     new_id,
     replaced,
     utc_now,
@@ -128,6 +129,9 @@ class AgentRuntime:
         # How the loop waits before retrying a provider call (injectable for tests),
         # and the jitter source of the retry backoff.
         self.sleep: Sleep = sleep
+        # Mints the id of every tool call a model asks for (the vendor's id is kept
+        # as vendor_id); avo.ops.replay swaps in the ids a recording holds.
+        self.call_ids: Callable[[], str] = event_id
         self._random: Callable[[], float] = random.random
         # Providers that declare JSON-schema output get run(output_schema=) as a
         # request field; the others get an instruction in the transcript.

@@ -20,7 +20,7 @@ from avo._transcript import tool_calls_message
 from avo.circuit_breaker import BreakerOpen
 from avo.events import EventType
 from avo.exceptions import AvoError, FakeProviderExhaustedError, ProviderError, UnsafeResumeError
-from avo.models import ModelRequest, ModelResponse, ToolCall, event_id, replaced, trusted
+from avo.models import ModelRequest, ModelResponse, ToolCall, replaced, trusted
 from avo.prompt_cache import stable_prefix_size
 from avo.retry import retry_after_of
 from avo.runtime_answers import finish_answer, handle_answer
@@ -172,7 +172,7 @@ async def _record_response(
     response = _mask_known_secrets(rt, response)
     ctx.provider_attempts = 0
     if response.tool_calls:
-        response = _with_kernel_ids(response)
+        response = _with_kernel_ids(response, rt.call_ids)
     run = ctx.run
     usage = response.usage
     accounting = run.token_accounting_available and usage is not None
@@ -266,7 +266,7 @@ def _masked_call(redactor: Any, call: ToolCall) -> ToolCall:
     return call if arguments is call.arguments else replaced(call, arguments=arguments)
 
 
-def _with_kernel_ids(response: ModelResponse) -> ModelResponse:
+def _with_kernel_ids(response: ModelResponse, mint: Callable[[], str]) -> ModelResponse:
     """``response`` with a kernel-minted id on every call; the vendor's id moves to vendor_id.
 
     A call whose id the provider never set (the model's default) has no vendor id.
@@ -281,7 +281,7 @@ def _with_kernel_ids(response: ModelResponse) -> ModelResponse:
             trusted(
                 ToolCall,
                 {
-                    "tool_call_id": event_id(),
+                    "tool_call_id": mint(),
                     "name": fields["name"],
                     "arguments": fields["arguments"],
                     "vendor_id": vendor_id,

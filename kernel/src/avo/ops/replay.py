@@ -22,7 +22,14 @@ from typing import Any
 from avo.compose._record import recorded_composition
 from avo.events import AgentEvent, EventType
 from avo.exceptions import ProviderError, RunNotFoundError
-from avo.models import ModelRequest, ModelResponse, ToolCall, ToolMetadata, ToolResult
+from avo.models import (
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolMetadata,
+    ToolResult,
+    event_id,
+)
 from avo.ops._replay_trace import comparable, first_difference
 from avo.policies import LoopPolicy
 from avo.state import RunState, StopReason, is_terminal
@@ -99,6 +106,7 @@ class _Recording:
         self.approvals: dict[str, bool] = {}
         self.tools: dict[str, ToolMetadata] = {}
         self.provider: tuple[Any, Any] | None = None
+        self.call_ids: list[str] = []  # the ids the runtime minted, in order
         side: list[tuple[str, dict[str, Any]]] = []
         for event in effective_events(events):
             kind, payload = event.event_type, event.payload
@@ -108,6 +116,9 @@ class _Recording:
                 if self.provider is None:
                     self.provider = (payload.get("provider"), payload.get("model"))
                 response = ModelResponse.model_validate(payload["response"])
+                if response.tool_calls:
+                    self.call_ids.extend(call.tool_call_id for call in response.tool_calls)
+                    response = _as_the_vendor_sent_it(response)
                 self.outcomes.append((side, response))
                 side = []
             elif kind is EventType.MODEL_FAILED:
@@ -135,6 +146,24 @@ class _Recording:
                         input_schema={"type": "object"},
                     ),
                 )
+
+
+def _as_the_vendor_sent_it(response: ModelResponse) -> ModelResponse:
+    """A recorded response with its calls as the provider returned them (the vendor's ids).
+
+    The runtime mints call ids itself (replay hands it the recorded ones), and
+    keeps a call's own id as its vendor id only when the vendor gave one.
+    """
+    calls = [
+        ToolCall(tool_call_id=call.vendor_id, name=call.name, arguments=call.arguments)
+        if call.vendor_id is not None
+        else ToolCall(name=call.name, arguments=call.arguments)
+        for call in response.tool_calls
+    ]
+    for call, recorded in zip(calls, response.tool_calls, strict=True):
+        if recorded.signature is not None:
+            call.signature = recorded.signature
+    return response.model_copy(update={"tool_calls": calls})
 
 
 class _ReplayProvider:
@@ -318,6 +347,9 @@ async def replay(
         environ=environ,
     )
     provider.runtime = runtime
+    # The replayed run mints the recorded call ids again (then fresh ones, past the end).
+    recorded_ids = iter(recording.call_ids)
+    runtime.call_ids = lambda: next(recorded_ids, None) or event_id()
     system_prompt = first.get("system_prompt")
     result = await runtime.run(
         str(first.get("task", run.task)),
