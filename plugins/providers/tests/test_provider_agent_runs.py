@@ -411,9 +411,16 @@ async def test_api_key_never_reaches_errors_or_events(vendor: str) -> None:
 async def test_rate_limit_is_retried_then_succeeds() -> None:
     wire = OpenAIWire()
     script = [wire.error(429, "Rate limit reached"), wire.text(ANSWER, USAGE)]
+    waits: list[float] = []
+
+    async def sleep(
+        delay: float,
+    ) -> None:  # the wait itself is measured in test_provider_loop_fidelity
+        waits.append(delay)
+
     async with ScriptedHTTPServer(script) as server:
         provider = OpenAICompatibleProvider(_cfg(server.url))
-        runtime = AgentRuntime(provider=provider, policy=LoopPolicy(max_steps=3))
+        runtime = AgentRuntime(provider=provider, policy=LoopPolicy(max_steps=3), sleep=sleep)
         result = await runtime.run(TASK)
         events = await runtime.event_store.get_events(result.run_id)
         await provider.aclose()
@@ -421,3 +428,4 @@ async def test_rate_limit_is_retried_then_succeeds() -> None:
     [failed] = [e for e in events if e.event_type is EventType.MODEL_FAILED]
     assert "429" in json.dumps(failed.payload)
     assert "retry after 2s" in json.dumps(failed.payload)
+    assert waits == [2.0] and failed.payload["retry_in_seconds"] == 2

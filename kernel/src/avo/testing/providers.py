@@ -53,6 +53,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    received_at: float = field(default_factory=time.monotonic)
+    """When the server read the request (``time.monotonic``)."""
 
     def json(self) -> Any:
         """The body decoded as JSON."""
