@@ -163,7 +163,8 @@ def _hooks(
     config = resolved.config
     registry = HookRegistry()
     file = resolved.source("hooks")
-    manager.load_kind("hook")  # every enabled hook plugin may also watch run lifecycles
+    # Only the hook plugins the config names are imported (a named one may also
+    # watch run lifecycles); an installed hook plugin it does not name never is.
     for index, item in enumerate(config.hooks):
         ref = _ref(item)
         spec = get_spec(manager, "hook", ref.name, file=file, key=f"hooks[{index}]")

@@ -22,16 +22,24 @@ Life of a plugin:
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pluggy
 
 from avo import hookspecs
 from avo.exceptions import PluginConflictError, PluginError
-from avo.plugins import GROUP_OF_KIND
+from avo.plugins._bounded import LOAD_TIMEOUT_ENV, LoadTimeout, call_bounded
+from avo.plugins._bounded import load_timeout as load_timeout_from
+from avo.plugins._declared import installed_holder, may_register, undeclared
+from avo.plugins._records import (
+    PluginProblem,
+    Registration,
+    _kernel_version,
+    _SafeHookRelay,
+    _split,
+    _with_canonical,
+)
 from avo.plugins.discovery import (
     KERNEL_DISTRIBUTION,
     PluginEntry,
@@ -40,7 +48,7 @@ from avo.plugins.discovery import (
     discover_all,
     requirement_allows,
 )
-from avo.plugins.specs import HOOK_OF_KIND, KIND_OF_SPEC, PLUGIN_API_VERSION, Spec
+from avo.plugins.specs import HOOK_OF_KIND, KIND_OF_SPEC, PLUGIN_API_VERSION
 
 ESSENTIAL_PLUGINS: tuple[tuple[str, str], ...] = (("command", "plugin"),)
 """``(kind, name)`` of kernel plugins no switch can disable, so ``avo plugin
@@ -54,108 +62,6 @@ the user; it is ignored and reported (:attr:`PluginManager.shadowed`)."""
 
 KINDS: tuple[str, ...] = tuple(HOOK_OF_KIND)
 _FALSE = {"0", "false", "no", "off"}
-
-
-@dataclass(frozen=True)
-class PluginProblem:
-    """A plugin that was refused or isolated, and why."""
-
-    name: str
-    kind: str
-    package: str | None
-    version: str | None
-    reason: str
-
-    def __str__(self) -> str:
-        origin = f"{self.package} {self.version}" if self.package else "an in-process plugin"
-        return f"{self.kind} plugin {self.name!r} from {origin}: {self.reason}"
-
-
-@dataclass(frozen=True)
-class Registration:
-    """A spec a loaded plugin registered, and which distribution registered it."""
-
-    kind: str
-    name: str
-    spec: Spec
-    package: str | None
-    version: str | None
-    plugin: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{"name", "kind", "package", "version"}`` (what a run records)."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "package": self.package,
-            "version": self.version,
-        }
-
-
-def _split(value: str | None) -> set[str]:
-    return {part.strip() for part in (value or "").split(",") if part.strip()}
-
-
-def _status_of(reason: str) -> str:
-    if reason.startswith("name conflict"):
-        return "conflict"
-    if reason.startswith("incompatible plugin API"):
-        return "incompatible"
-    return "broken"
-
-
-def _with_canonical(names: set[str]) -> set[str]:
-    return names | {canonical_name(name) for name in names}
-
-
-def _major(version: str | None) -> str | None:
-    if not version:
-        return None
-    return version.strip().lstrip("v").split(".")[0]
-
-
-def _kernel_version() -> str:
-    version = getattr(sys.modules.get("avo"), "__version__", None)
-    if isinstance(version, str):
-        return version
-    from importlib import metadata
-
-    try:
-        return metadata.version(KERNEL_DISTRIBUTION)
-    except metadata.PackageNotFoundError:  # running from a source tree
-        return "1.0.0"
-
-
-class _SafeHookRelay:
-    """Calls lifecycle hooks one implementation at a time, isolating failures."""
-
-    def __init__(self, manager: PluginManager) -> None:
-        self._manager = manager
-
-    def __getattr__(self, hook_name: str) -> Callable[..., list[Any]]:
-        def call(**kwargs: Any) -> list[Any]:
-            return self.call(hook_name, kwargs)[0]
-
-        return call
-
-    def call(
-        self, hook_name: str, kwargs: Mapping[str, Any]
-    ) -> tuple[list[Any], list[PluginProblem]]:
-        """Every implementation's result, and a problem for each one that raised."""
-        caller = getattr(self._manager.pluggy.hook, hook_name)
-        results: list[Any] = []
-        faults: list[PluginProblem] = []
-        for impl in reversed(caller.get_hookimpls()):
-            if impl.hookwrapper or impl.wrapper:
-                continue
-            try:
-                result = impl.function(*[kwargs[name] for name in impl.argnames])
-            except Exception as exc:
-                faults.append(self._manager._hook_failed(impl.plugin_name, hook_name, exc))
-                continue
-            if result is not None:
-                results.append(result)
-        return results, faults
 
 
 class PluginManager:
@@ -172,6 +78,9 @@ class PluginManager:
     :param block: names to block in addition to ``AVO_PLUGINS_BLOCK``.
     :param allow: an allow-list; ``AVO_PLUGINS_ALLOW`` wins when set.
     :param path: where to look for distributions (default ``sys.path``).
+    :param load_timeout: seconds a plugin's import and registration hooks may
+        take before it is reported broken and skipped (``AVO_PLUGINS_LOAD_TIMEOUT``
+        wins; default 10).
 
     With a cache directory (``AVO_PLUGINS_CACHE``, ``$XDG_CACHE_HOME/avo`` or
     ``$HOME/.cache/avo`` from ``environ``) the entry points are cached while no
@@ -186,8 +95,10 @@ class PluginManager:
         block: Iterable[str] = (),
         allow: Iterable[str] | None = None,
         path: Sequence[str] | None = None,
+        load_timeout: float | None = None,
     ) -> None:
         env = environ if environ is not None else os.environ
+        self.load_timeout = load_timeout_from(env, load_timeout)
         env_autoload = env.get("AVO_PLUGINS_AUTOLOAD")
         if env_autoload is not None and env_autoload.strip():
             autoload = env_autoload.strip().lower() not in _FALSE
@@ -211,6 +122,8 @@ class PluginManager:
         self._loaded_values: dict[int, str] = {}
         # (kind, name) each distribution declares in its entry points (switches aside).
         self._declared: dict[str, set[tuple[str, str]]] = {}
+        # Modules whose import timed out: never waited on again by this manager.
+        self._hung_modules: set[str] = set()
 
     # ------------------------------------------------------------ discovery
 
@@ -371,33 +284,41 @@ class PluginManager:
             pm.unregister(plugin)
             return [], f"implements hooks the kernel does not know: {', '.join(sorted(unknown))}"
         collected: list[Registration] = []
-        for kind, hook_name in HOOK_OF_KIND.items():
-            caller = getattr(pm.hook, hook_name)
-            for impl in caller.get_hookimpls():
-                if impl.plugin is not plugin:
-                    continue
-                register = self._make_register(kind, collected, package, version, plugin_name)
-                try:
-                    impl.function(*[register for _ in impl.argnames])
-                except Exception as exc:
-                    pm.unregister(plugin)
-                    return [], f"raised in {hook_name}: {type(exc).__name__}: {exc}"
+
+        def collect() -> str | None:
+            for kind, hook_name in HOOK_OF_KIND.items():
+                caller = getattr(pm.hook, hook_name)
+                for impl in caller.get_hookimpls():
+                    if impl.plugin is not plugin:
+                        continue
+                    register = self._make_register(kind, collected, package, version, plugin_name)
+                    try:
+                        impl.function(*[register for _ in impl.argnames])
+                    except Exception as exc:
+                        return f"raised in {hook_name}: {type(exc).__name__}: {exc}"
+            return None
+
+        try:
+            failure = call_bounded(collect, self.load_timeout, label=label)
+        except LoadTimeout:
+            failure = self._too_slow("its registration hooks", label)
+        if failure is not None:
+            pm.unregister(plugin)
+            return [], failure
         if not in_process:
-            refusal = self._undeclared(collected, package)
+            refusal = undeclared(self, collected, package)
             if refusal is not None:
                 pm.unregister(plugin)
                 return [], refusal
-            collected = [r for r in collected if self._may_register(r.kind, r.name, package)]
+            collected = [r for r in collected if may_register(self, r.kind, r.name, package)]
         for reg in collected:
             key = (reg.kind, reg.name)
             held = self._registrations.get(key)
-            holder = (
-                f"{held.package or held.plugin} {held.version or ''}".rstrip()
-                if held is not None
-                else self._installed_holder(key, package)
-                if in_process
-                else None
-            )
+            holder: str | None
+            if held is not None:
+                holder = f"{held.package or held.plugin} {held.version or ''}".rstrip()
+            else:
+                holder = installed_holder(self, key, package) if in_process else None
             if holder is not None:
                 pm.unregister(plugin)
                 return [], (
@@ -413,37 +334,6 @@ class PluginManager:
             self._registrations[(reg.kind, reg.name)] = reg
         self._loaded_values[id(plugin)] = plugin_name
         return collected, None
-
-    def _undeclared(self, collected: list[Registration], package: str | None) -> str | None:
-        """Why a plugin from ``package`` registering ``collected`` is refused, or None."""
-        declared = self._declared.get(canonical_name(package or ""), set())
-        extra = sorted({(r.kind, r.name) for r in collected} - declared)
-        if not extra:
-            return None
-        names = ", ".join(f"{kind} {name!r}" for kind, name in extra)
-        groups = sorted({GROUP_OF_KIND[kind] for kind, _ in extra})
-        return (
-            f"registers {names}, which {package} does not declare as an entry point; a "
-            f"plugin may only provide the names its package declares (add them under "
-            f"{', '.join(groups)} in its pyproject.toml, or remove them)"
-        )
-
-    def _may_register(self, kind: str, name: str, package: str | None) -> bool:
-        """Whether ``package``'s declared ``kind``/``name`` is enabled and not in conflict."""
-        key = (kind, name)
-        if key in self._problems:
-            return False
-        wanted = canonical_name(package or "")
-        return any(
-            canonical_name(entry.package or "") == wanted for entry in self.discover().get(key, ())
-        )
-
-    def _installed_holder(self, key: tuple[str, str], package: str | None) -> str | None:
-        """``"package version"`` of an enabled plugin of another package declaring ``key``."""
-        for entry in self.discover().get(key, ()):
-            if canonical_name(entry.package or "") != canonical_name(package or ""):
-                return f"{entry.package} {entry.version or ''}".rstrip()
-        return None
 
     def _make_register(
         self,
@@ -470,9 +360,19 @@ class PluginManager:
         key = (entry.kind, entry.name)
         if key in self._registrations or key in self._problems:
             return
+        module = entry.value.split(":", 1)[0].strip()
         try:
-            plugin = entry.factory()
-        except Exception as exc:
+            if module in self._hung_modules:
+                raise LoadTimeout(entry.name)
+            plugin = call_bounded(entry.factory, self.load_timeout, label=entry.name)
+        except LoadTimeout:
+            self._hung_modules.add(module)
+            reason = self._too_slow(f"importing {entry.value}", entry.name)
+            self._problems[key] = PluginProblem(
+                entry.name, entry.kind, entry.package, entry.version, reason
+            )
+            return
+        except (Exception, SystemExit) as exc:  # a plugin calling sys.exit() is broken too
             reason = f"failed to import {entry.value}: {type(exc).__name__}: {exc}"
             self._problems[key] = PluginProblem(
                 entry.name, entry.kind, entry.package, entry.version, reason
@@ -488,6 +388,13 @@ class PluginManager:
             self._problems[key] = PluginProblem(
                 entry.name, entry.kind, entry.package, entry.version, problem
             )
+
+    def _too_slow(self, what: str, name: str) -> str:
+        return (
+            f"did not finish loading within {self.load_timeout:g} s ({what} hangs); it is "
+            f"skipped: block it with AVO_PLUGINS_BLOCK={name} or give it longer with "
+            f"{LOAD_TIMEOUT_ENV}"
+        )
 
     def load(self, kind: str, name: str) -> None:
         """Import and register the plugin for ``kind``/``name`` if it is not loaded yet."""
@@ -575,44 +482,10 @@ class PluginManager:
 
     def status(self) -> list[dict[str, Any]]:
         """One row per plugin: name, kind, package, version, status, reason."""
+        from avo.plugins._declared import status_rows
+
         self.load_all()
-        rows: dict[tuple[str, str], dict[str, Any]] = {}
-        for key, reg in self._registrations.items():
-            rows[key] = {**reg.as_dict(), "status": "ok", "reason": ""}
-        for key, problem in self._problems.items():
-            rows[key] = {
-                "name": problem.name,
-                "kind": problem.kind,
-                "package": problem.package,
-                "version": problem.version,
-                "status": _status_of(problem.reason),
-                "reason": problem.reason,
-            }
-        for key, (entry, reason) in self._excluded.items():
-            rows.setdefault(
-                key,
-                {
-                    "name": entry.name,
-                    "kind": entry.kind,
-                    "package": entry.package,
-                    "version": entry.version,
-                    "status": "disabled",
-                    "reason": reason,
-                },
-            )
-        listed = [rows[key] for key in sorted(rows)]
-        for problem in self._shadowed:
-            listed.append(
-                {
-                    "name": problem.name,
-                    "kind": problem.kind,
-                    "package": problem.package,
-                    "version": problem.version,
-                    "status": "conflict",
-                    "reason": problem.reason,
-                }
-            )
-        return listed
+        return status_rows(self)
 
     # ------------------------------------------------------------- run support
 
@@ -653,38 +526,9 @@ class PluginManager:
         now shipped by another package, or changed major version; an empty
         list means resuming is safe as far as plugins go. Reads metadata only.
         """
-        differences: list[str] = []
-        for item in recorded:
-            kind, name = str(item.get("kind")), str(item.get("name"))
-            package, version = item.get("package"), item.get("version")
-            was = f"{package} {version}" if package else "an in-process plugin"
-            reg = self._registrations.get((kind, name))
-            now_package, now_version = (reg.package, reg.version) if reg else (None, None)
-            if reg is None:
-                candidates = self.discover().get((kind, name))
-                if (kind, name) in self._excluded:
-                    reason = self._excluded[(kind, name)][1]
-                    differences.append(f"{kind} {name!r} ({was}) is disabled now: {reason}")
-                    continue
-                if not candidates or (kind, name) in self._problems:
-                    differences.append(f"{kind} {name!r} ({was}) is no longer available")
-                    continue
-                now_package, now_version = candidates[0].package, candidates[0].version
-            if (
-                package
-                and now_package
-                and canonical_name(str(package)) != canonical_name(now_package)
-            ):
-                differences.append(
-                    f"{kind} {name!r} came from {was} but now comes from "
-                    f"{now_package} {now_version}"
-                )
-            elif package and _major(str(version)) != _major(now_version):
-                differences.append(
-                    f"{kind} {name!r} changed major version: {package} {version} -> "
-                    f"{now_package} {now_version}"
-                )
-        return differences
+        from avo.plugins._plugin_set import plugin_set_differences
+
+        return plugin_set_differences(self, recorded)
 
 
 __all__ = [

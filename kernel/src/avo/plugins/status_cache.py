@@ -111,6 +111,8 @@ def cached_status(
         except (OSError, ValueError):
             pass
     rows = manager.status()
+    if any(str(row.get("reason", "")).startswith("did not finish loading") for row in rows):
+        return rows  # a slow import may be transient: check again next time
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
