@@ -69,7 +69,8 @@ def test_an_undeclared_store_never_replaces_the_real_one(
     assert done.returncode == 0, done.stdout + done.stderr
     listed = plugin_venv.avo("runs", "list", "-d", "runs.db")
     assert listed.returncode == 0, listed.stderr
-    run_id = next(line.split()[-1] for line in done.stdout.splitlines() if line.startswith("run"))
+    output = done.stdout + done.stderr  # the summary (run id first) goes to stderr
+    run_id = next(line.split()[-1] for line in output.splitlines() if line.startswith("run id"))
     assert run_id[:8] in listed.stdout, "the run's events did not reach the real SQLite store"
 
     rows = {(r["kind"], r["name"]): r for r in plugin_venv.avo_json("plugin", "list")}

@@ -97,7 +97,7 @@ def test_run_never_imports_a_plugin_the_config_does_not_enable(
     (plugin_venv.cwd / "avo.toml").write_text(CONFIG.format(hooks=""))
     done = _avo(plugin_venv, "run", "hello")  # the default bound: never reached here
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "finished" in done.stdout and "stop reason: completed" in done.stdout
+    assert "finished" in done.stdout and "stop reason: completed" in done.stderr
 
 
 def test_run_with_a_hanging_plugin_enabled_fails_clearly(

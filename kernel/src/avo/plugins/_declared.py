@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from avo.plugins import GROUP_OF_KIND
-from avo.plugins._records import Registration, _status_of
-from avo.plugins.discovery import canonical_name
+from avo.plugins._records import PluginProblem, Registration, _status_of
+from avo.plugins.discovery import PluginEntry, canonical_name, requirement_allows
+from avo.plugins.specs import PLUGIN_API_VERSION
 
 if TYPE_CHECKING:
     from avo.plugins.manager import PluginManager
@@ -26,6 +27,44 @@ def undeclared(
         f"registers {names}, which {package} does not declare as an entry point; a "
         f"plugin may only provide the names its package declares (add them under "
         f"{', '.join(groups)} in its pyproject.toml, or remove them)"
+    )
+
+
+def metadata_problem(
+    key: tuple[str, str], candidates: list[PluginEntry], kernel_version: str
+) -> PluginProblem | None:
+    """What metadata alone says is wrong with ``key``: two packages, or a kernel mismatch."""
+    kind, name = key
+    packages = sorted({c.package or "?" for c in candidates})
+    if len(packages) > 1:
+        ordered = sorted(candidates, key=lambda c: c.package or "")
+        both = " and ".join(f"{c.package} {c.version}" for c in ordered)
+        return PluginProblem(
+            name,
+            kind,
+            ", ".join(packages),
+            None,
+            f"name conflict: {kind} {name!r} is registered by both {both}; "
+            f"uninstall one or block it with AVO_PLUGINS_BLOCK",
+        )
+    entry = candidates[0]
+    spec = entry.kernel_requirement
+    if not spec:
+        return None
+    try:
+        compatible = requirement_allows(spec, kernel_version)
+    except ValueError as exc:
+        reason = f"cannot read its avo-kernel requirement {spec!r}: {exc}"
+        return PluginProblem(name, kind, entry.package, entry.version, reason)
+    if compatible:
+        return None
+    return PluginProblem(
+        name,
+        kind,
+        entry.package,
+        entry.version,
+        f"incompatible plugin API: it requires avo-kernel{spec}, but this kernel is "
+        f"{kernel_version} (plugin API {PLUGIN_API_VERSION})",
     )
 
 
@@ -91,4 +130,4 @@ def status_rows(manager: PluginManager) -> list[dict[str, Any]]:
     return listed
 
 
-__all__ = ["installed_holder", "may_register", "status_rows", "undeclared"]
+__all__ = ["installed_holder", "may_register", "metadata_problem", "status_rows", "undeclared"]

@@ -31,7 +31,7 @@ from avo import hookspecs
 from avo.exceptions import PluginConflictError, PluginError
 from avo.plugins._bounded import LOAD_TIMEOUT_ENV, LoadTimeout, call_bounded
 from avo.plugins._bounded import load_timeout as load_timeout_from
-from avo.plugins._declared import installed_holder, may_register, undeclared
+from avo.plugins._declared import installed_holder, may_register, metadata_problem, undeclared
 from avo.plugins._records import (
     PluginProblem,
     Registration,
@@ -46,9 +46,8 @@ from avo.plugins.discovery import (
     cache_dir,
     canonical_name,
     discover_all,
-    requirement_allows,
 )
-from avo.plugins.specs import HOOK_OF_KIND, KIND_OF_SPEC, PLUGIN_API_VERSION
+from avo.plugins.specs import HOOK_OF_KIND, KIND_OF_SPEC
 
 ESSENTIAL_PLUGINS: tuple[tuple[str, str], ...] = (("command", "plugin"),)
 """``(kind, name)`` of kernel plugins no switch can disable, so ``avo plugin
@@ -165,42 +164,11 @@ class PluginManager:
         return entries
 
     def _check_metadata(self, key: tuple[str, str], candidates: list[PluginEntry]) -> None:
-        kind, name = key
-        packages = sorted({c.package or "?" for c in candidates})
-        if len(packages) > 1 and kind in RESERVED_KINDS:
-            self._keep_kernel_entry(key, candidates)
-            packages = sorted({c.package or "?" for c in candidates})
-        if len(packages) > 1:
-            ordered = sorted(candidates, key=lambda c: c.package or "")
-            both = " and ".join(f"{c.package} {c.version}" for c in ordered)
-            self._problems[key] = PluginProblem(
-                name,
-                kind,
-                ", ".join(packages),
-                None,
-                f"name conflict: {kind} {name!r} is registered by both {both}; "
-                f"uninstall one or block it with AVO_PLUGINS_BLOCK",
-            )
-            return
-        entry = candidates[0]
-        spec = entry.kernel_requirement
-        if not spec:
-            return
-        try:
-            compatible = requirement_allows(spec, self.kernel_version)
-        except ValueError as exc:
-            reason = f"cannot read its avo-kernel requirement {spec!r}: {exc}"
-            self._problems[key] = PluginProblem(name, kind, entry.package, entry.version, reason)
-            return
-        if not compatible:
-            self._problems[key] = PluginProblem(
-                name,
-                kind,
-                entry.package,
-                entry.version,
-                f"incompatible plugin API: it requires avo-kernel{spec}, but this kernel is "
-                f"{self.kernel_version} (plugin API {PLUGIN_API_VERSION})",
-            )
+        if key[0] in RESERVED_KINDS and len({c.package or "?" for c in candidates}) > 1:
+            self._keep_kernel_entry(key, candidates)  # drops the clashing third-party entries
+        problem = metadata_problem(key, candidates, self.kernel_version)
+        if problem is not None:
+            self._problems[key] = problem
 
     def _keep_kernel_entry(self, key: tuple[str, str], candidates: list[PluginEntry]) -> None:
         """In a clash over a reserved kind, keep the kernel's entry and report the others."""
