@@ -9,6 +9,8 @@ the bookkeeping is taken out, so both are reduced to the same trace:
 * checkpoints, ``run_resumed`` and moves into ``paused`` are dropped, and a
   ``state_changed`` is compared by its target state only, consecutive
   repeats folded;
+* events of what replay does not run — hook faults, request shaping and
+  compaction by shapers — are dropped;
 * values that differ on every run are dropped: durations, timestamps,
   elapsed seconds, checkpoint ids; a ``model_failed`` keeps its step, retry
   flag and error count (its text came from a provider that replay does not
@@ -34,8 +36,12 @@ VOLATILE_KEYS = frozenset(
         "checkpoint_id",
         "checkpoint_sequence",
         "duration_seconds",
+        "message_id",
+        "posted_at",
     }
 )
+NOT_REPLAYED = frozenset({"hook_failed", "request_shaped", "context_compacted"})
+"""Events of parts replay does not run (hooks, request shapers): not compared."""
 _CREATED_KEYS: tuple[str, ...] = ("task", "system_prompt")
 _FAILED_KEYS: tuple[str, ...] = ("step", "retryable", "consecutive_errors")
 _PAUSED = RunState.PAUSED.value
@@ -78,7 +84,7 @@ def effective_events(events: list[AgentEvent]) -> list[AgentEvent]:
 def _entry(event: AgentEvent) -> dict[str, Any] | None:
     kind = event.event_type
     payload: dict[str, Any] = dict(event.payload)
-    if kind in (EventType.CHECKPOINT_CREATED, EventType.RUN_RESUMED):
+    if kind in (EventType.CHECKPOINT_CREATED, EventType.RUN_RESUMED) or kind in NOT_REPLAYED:
         return None
     if kind is EventType.STATE_CHANGED:
         target = payload.get("to_state")
@@ -122,4 +128,4 @@ def first_difference(
     return None
 
 
-__all__ = ["VOLATILE_KEYS", "comparable", "effective_events", "first_difference"]
+__all__ = ["NOT_REPLAYED", "VOLATILE_KEYS", "comparable", "effective_events", "first_difference"]

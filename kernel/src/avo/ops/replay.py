@@ -30,7 +30,7 @@ from avo.models import (
     ToolResult,
     event_id,
 )
-from avo.ops._replay_trace import comparable, first_difference
+from avo.ops._replay_trace import NOT_REPLAYED, comparable, first_difference
 from avo.policies import LoopPolicy
 from avo.state import RunState, StopReason, is_terminal
 from avo.tools import ToolRegistry
@@ -107,6 +107,8 @@ class _Recording:
         self.tools: dict[str, ToolMetadata] = {}
         self.provider: tuple[Any, Any] | None = None
         self.call_ids: list[str] = []  # the ids the runtime minted, in order
+        self.steering: dict[int, list[tuple[str, str]]] = {}
+        self.not_replayed: set[str] = set()
         side: list[tuple[str, dict[str, Any]]] = []
         for event in effective_events(events):
             kind, payload = event.event_type, event.payload
@@ -132,6 +134,13 @@ class _Recording:
                 self.results[str(payload["tool_call_id"])] = ToolResult.model_validate(
                     payload["result"]
                 )
+            elif kind is EventType.RUN_STEERED:
+                step = payload.get("step")
+                if isinstance(step, int):
+                    item = (str(payload.get("message", "")), str(payload.get("source", "api")))
+                    self.steering.setdefault(step, []).append(item)
+            elif kind.value in NOT_REPLAYED:
+                self.not_replayed.add(kind.value)
             elif kind is EventType.TOOL_APPROVED:
                 self.approvals[str(payload.get("tool_call_id"))] = True
             elif kind is EventType.TOOL_DENIED:
@@ -176,6 +185,7 @@ class _ReplayProvider:
         # the recorded provider's name and model, as MODEL_RESPONDED reports them
         self.name, self.model = recording.provider or ("replay", None)
         self._outcomes = list(recording.outcomes)
+        self._steering = recording.steering
         self.event_sink: Any = None
         self.runtime: Any = None
         self.exhausted = False
@@ -194,6 +204,9 @@ class _ReplayProvider:
         if isinstance(outcome, BaseException):
             raise outcome
         assert isinstance(outcome, ModelResponse)
+        # messages posted while the run worked reach the next step's model call
+        for message, source in self._steering.pop(request.step + 1, []):
+            self.runtime._steering.post(request.run_id, message, source=source)
         return outcome
 
 
@@ -359,6 +372,11 @@ async def replay(
     )
     if provider.exhausted:
         notes.append("the recording ends before the run does (it was interrupted or crashed)")
+    if recording.not_replayed:
+        kinds = ", ".join(sorted(recording.not_replayed))
+        notes.append(f"not compared: {kinds} (replay runs no hooks or request shapers)")
+    if 1 in recording.steering:
+        notes.append("a message steered into step 1 cannot be replayed (it came before any call)")
     replayed_events = await memory_store.get_events(run_id)
     recorded_trace = comparable(events)
     replayed_trace = comparable(replayed_events)
