@@ -13,8 +13,7 @@ from avo.compose import compose
 from avo.events import AgentEvent, EventType
 from avo.exceptions import RunAlreadyTerminalError, StorageError
 from avo.models import ToolRisk
-from avo.ops import cancel, replay, resume
-from avo.ops.steer import steer
+from avo.ops import cancel, replay, resume, steer
 from avo.state import RunState, StopReason
 from avo.storage.memory import InMemoryEventStore
 
@@ -156,9 +155,9 @@ async def test_replay_matches_a_run_with_steering_and_reports_a_changed_event() 
         payload = dict(event.payload)
         if event.event_type is EventType.MODEL_RESPONDED and payload["step"] == 1:
             response = dict(payload["response"])  # type: ignore[arg-type]
-            call = dict(response["tool_call"])
+            call = dict(response["tool_calls"][0])
             call["arguments"] = {"seconds": 5.0}
-            response["tool_call"] = call
+            response["tool_calls"] = [call]
             payload["response"] = response
         copy = AgentEvent(run_id="r5", event_type=event.event_type, payload=payload, sequence=0)
         if index == 0:

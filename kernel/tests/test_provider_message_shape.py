@@ -66,17 +66,20 @@ async def test_the_documented_message_shape() -> None:
     assert messages[1] == {"role": "user", "content": "Find it."}
     call = messages[2]
     assert call["content"] is None
-    assert call["tool_calls"] == [
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": "grep", "arguments": '{"pattern":"x"}'},
-        }
-    ]
-    assert json.loads(call["tool_calls"][0]["function"]["arguments"]) == {"pattern": "x"}
+    [entry] = call["tool_calls"]
+    minted = entry["id"]  # the kernel's own id; the vendor's rides along
+    assert minted != "call_1"
+    assert entry == {
+        "id": minted,
+        "type": "function",
+        "vendor_id": "call_1",
+        "function": {"name": "grep", "arguments": '{"pattern":"x"}'},
+    }
+    assert json.loads(entry["function"]["arguments"]) == {"pattern": "x"}
     assert messages[3] == {
         "role": "tool",
-        "tool_call_id": "call_1",
+        "tool_call_id": minted,
+        "vendor_id": "call_1",
         "name": "grep",
         "content": "manager.py:151: class PluginManager:",
     }
