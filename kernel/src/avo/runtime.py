@@ -256,13 +256,45 @@ class AgentRuntime:
             notify_appended(self, stored, ctx)
             return await self._drive(ctx)
 
-    async def resume(self, run_id: str, *, output_schema: type[Any] | None = None) -> RunResult:
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        output_schema: type[Any] | None = None,
+        lease: bool = True,
+        lease_owner: str | None = None,
+    ) -> RunResult:
         """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe.
 
         A run started with ``output_schema`` is resumed with the same one.
+
+        The run's lease is taken first (``lease=True``, the default, on a store
+        that offers leases) and held, renewed in the background, while the run
+        is driven; every write goes through the lease's fenced view. So two
+        resumes of one run cannot both drive it: the second is refused with
+        :class:`~avo.exceptions.RunBusyError` naming the holder, before it
+        reads or writes anything. ``lease_owner`` names this driver (default
+        ``avo-resume:host:pid``). A store that is already a fenced view (its
+        caller holds the lease) is used as is; ``lease=False`` skips the lease
+        for a caller that fences the store itself.
         """
+        async with self._lock:
+            if not lease:
+                return await self._resume(run_id, output_schema)
+            from avo.ops.leases import holding_lease, owner_name
+
+            store = self.event_store
+            owner = lease_owner or owner_name("avo-resume")
+            async with holding_lease(store, run_id, owner=owner, doing="resume") as writer:
+                self.event_store = writer
+                try:
+                    return await self._resume(run_id, output_schema)
+                finally:
+                    self.event_store = store
+
+    async def _resume(self, run_id: str, output_schema: type[Any] | None) -> RunResult:
         schema = output_json_schema(output_schema) if output_schema is not None else None
-        async with self._lock, RunScope(self) as scope:
+        async with RunScope(self) as scope:
             run = await self.event_store.get_run(run_id)
             if run is None:
                 raise RunNotFoundError(
