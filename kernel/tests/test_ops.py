@@ -171,3 +171,30 @@ async def test_replay_matches_a_run_with_steering_and_reports_a_changed_event() 
     assert changed.divergence.recorded is not None
     assert changed.divergence.recorded["type"] == "tool_requested"
     assert "arguments" in changed.divergence.detail
+
+
+async def test_interrupting_parallel_calls_closes_each_and_resumes() -> None:
+    store = InMemoryEventStore()
+    started = asyncio.Event()
+    both = ModelResponse(
+        tool_calls=[
+            ToolCall(tool_call_id="a", name="nap", arguments={"seconds": 60}),
+            ToolCall(tool_call_id="b", name="nap", arguments={"seconds": 60}),
+        ]
+    )
+    runtime = AgentRuntime(
+        provider=FakeProvider([both, ModelResponse(content="both cut")]),
+        tools=[_sleepy(started)],
+        event_store=store,
+    )
+    driving = asyncio.ensure_future(runtime.run("two naps", run_id="r6"))
+    await started.wait()
+    await asyncio.sleep(0.05)
+    runtime.interrupt("SIGTERM received")
+    assert (await driving).status is RunState.PAUSED
+    failed = [e for e in await store.get_events("r6") if e.event_type is EventType.TOOL_FAILED]
+    assert len(failed) == 2
+    done = await runtime.resume("r6")
+    assert (done.status, done.output) == (RunState.COMPLETED, "both cut")
+    report = await replay(store, "r6")
+    assert report.ok, report.divergence

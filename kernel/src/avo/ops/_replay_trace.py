@@ -11,6 +11,9 @@ the bookkeeping is taken out, so both are reduced to the same trace:
   repeats folded;
 * events of what replay does not run — hook faults, request shaping and
   compaction by shapers — are dropped;
+* the starts and results of a turn's tool calls, which run concurrently, are
+  compared in one order (starts, then results, by call) rather than the order
+  timing gave them;
 * values that differ on every run are dropped: durations, timestamps,
   elapsed seconds, checkpoint ids; a ``model_failed`` keeps its step, retry
   flag and error count (its text came from a provider that replay does not
@@ -98,6 +101,40 @@ def _entry(event: AgentEvent) -> dict[str, Any] | None:
     return {"type": kind.value, **_strip(payload)}
 
 
+_EXECUTION = frozenset(
+    {EventType.TOOL_STARTED.value, EventType.TOOL_COMPLETED.value, EventType.TOOL_FAILED.value}
+)
+
+
+def _settle_parallel_calls(trace: list[tuple[int, dict[str, Any]]]) -> None:
+    """Put each run of tool starts and results in one order: starts, then results, by call.
+
+    Calls of one turn run concurrently, so the order their starts and results
+    were logged in is timing, not behaviour.
+    """
+    order: dict[Any, int] = {}
+    for _, entry in trace:
+        if entry["type"] == EventType.TOOL_REQUESTED.value:
+            order.setdefault(entry.get("tool_call_id"), len(order))
+    index = 0
+    while index < len(trace):
+        end = index
+        while end < len(trace) and trace[end][1]["type"] in _EXECUTION:
+            end += 1
+        if end - index > 1:
+            block = trace[index:end]
+            sequences = sorted(sequence for sequence, _ in block)
+            block.sort(
+                key=lambda item: (
+                    item[1]["type"] != EventType.TOOL_STARTED.value,
+                    order.get(item[1].get("tool_call_id"), len(order)),
+                )
+            )
+            pairs = zip(sequences, block, strict=True)
+            trace[index:end] = [(seq, entry) for seq, (_, entry) in pairs]
+        index = max(end, index + 1)
+
+
 def comparable(events: Iterable[AgentEvent]) -> list[tuple[int, dict[str, Any]]]:
     """``(sequence, entry)`` pairs of the run's comparable trace (see the module docstring)."""
     ordered = sorted(events, key=lambda e: e.sequence)
@@ -109,6 +146,7 @@ def comparable(events: Iterable[AgentEvent]) -> list[tuple[int, dict[str, Any]]]
         if entry["type"] == EventType.STATE_CHANGED.value and trace and trace[-1][1] == entry:
             continue
         trace.append((event.sequence, entry))
+    _settle_parallel_calls(trace)
     return trace
 
 
