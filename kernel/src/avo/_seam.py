@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from types import MappingProxyType
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("avo.runtime")
 
 _EMPTY = Shaping()
+_NO_STATE: Mapping[str, JsonValue] = MappingProxyType({})
 _RECORDABLE = frozenset({EventType.CONTEXT_COMPACTED})
 _SUMMARY_INPUT_CHARS = 4_000
 """How much of one message a summary request quotes."""
@@ -158,7 +160,7 @@ class RunSeam:
                 run_id=ctx.run_id,
                 step=ctx.next_step,
                 transcript=transcript,
-                state=self.states.get(bound.name) or {},  # type: ignore[arg-type]
+                state=self.states.get(bound.name) or _NO_STATE,  # type: ignore[arg-type]
                 window=self.window,
                 gauge=self.gauge,
                 reserved_tokens=reserved,

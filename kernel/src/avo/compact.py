@@ -7,8 +7,11 @@ placeholder; with one, the note carries its summary of the dropped messages.
 A kept tail never starts with an orphaned ``tool`` message: the boundary moves
 back to include the assistant turn that asked for it.
 
-Compaction is never automatic in the runtime loop; the REPL's ``/compact``
-calls it. :func:`compact_messages` takes a plain summarizer;
+These functions compact a message list once, on request (the REPL's
+``/compact``). Automatic compaction during a run is a context policy working
+through the request seam (``avo-context``'s ``compaction``), which uses
+:func:`split_points` and :func:`note_message` from here but never rewrites the
+transcript. :func:`compact_messages` takes a plain summarizer;
 :func:`acompact_messages` takes an async one (``SummarizeCallable``). Both
 share one core.
 """
@@ -27,29 +30,55 @@ PLACEHOLDER_NOTE = "[{count} earlier messages were compacted to save context.]"
 SUMMARY_NOTE = "Summary of {count} earlier messages:\n{summary}"
 
 
+def head_end(messages: Sequence[Message], *, keep_first_user: bool = True) -> int:
+    """Where the head ends: after the leading system messages and (optionally) the
+    first user message (the task), which compaction always keeps."""
+    end = 0
+    while end < len(messages) and messages[end].get("role") == "system":
+        end += 1
+    if keep_first_user:
+        for index in range(end, len(messages)):
+            if messages[index].get("role") == "user":
+                return index + 1
+    return end
+
+
+def split_points(
+    messages: Sequence[Message], keep_last: int, keep_first_user: bool = True
+) -> tuple[int, int] | None:
+    """``(middle_start, tail_start)``: the middle ``messages[start:tail]`` to compact.
+
+    The tail keeps the last ``keep_last`` messages, moved back so that it never
+    starts with a ``tool`` message whose assistant request would be dropped.
+    None when there is no middle.
+    """
+    if keep_last < 0:
+        raise ValueError(f"keep_last must be >= 0, got {keep_last}")
+    start = head_end(messages, keep_first_user=keep_first_user)
+    size = len(messages)
+    tail = max(start, size - keep_last)
+    while start < tail < size and messages[tail].get("role") == "tool":
+        tail -= 1
+    if tail <= start:
+        return None
+    return start, tail
+
+
 def _split(
     messages: Sequence[Message], keep_last: int, keep_first_user: bool
 ) -> tuple[list[Message], list[Message], list[Message]] | None:
-    """(head, middle, tail), or None when there is nothing to compact."""
-    if keep_last < 0:
-        raise ValueError(f"keep_last must be >= 0, got {keep_last}")
-    items = [dict(m) for m in messages]
-    head_end = 0
-    while head_end < len(items) and items[head_end].get("role") == "system":
-        head_end += 1
-    if keep_first_user:
-        for index in range(head_end, len(items)):
-            if items[index].get("role") == "user":
-                head_end = index + 1
-                break
-    tail_start = max(head_end, len(items) - keep_last)
-    # Never keep a tool result whose assistant request would be dropped.
-    while head_end < tail_start < len(items) and items[tail_start].get("role") == "tool":
-        tail_start -= 1
-    middle = items[head_end:tail_start]
-    if not middle:
+    """(head, middle, tail) as copies, or None when there is nothing to compact."""
+    points = split_points(messages, keep_last, keep_first_user)
+    if points is None:
         return None
-    return items[:head_end], middle, items[tail_start:]
+    start, tail = points
+    items = [dict(m) for m in messages]
+    return items[:start], items[start:tail], items[tail:]
+
+
+def note_message(count: int, summary: str | None) -> Message:
+    """The system message standing for ``count`` compacted messages (summary or placeholder)."""
+    return _note(count, summary)
 
 
 def _note(count: int, summary: str | None) -> Message:
@@ -110,4 +139,7 @@ __all__ = [
     "acompact_messages",
     "compact_messages",
     "estimate_message_count",
+    "head_end",
+    "note_message",
+    "split_points",
 ]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from avo.compose._context import context_parts
 from avo.compose._notify import notification_hook
 from avo.compose._plugins import accepts_setting, call_factory, get_spec, validated_settings
 from avo.compose._record import composition_record
@@ -340,6 +341,8 @@ def compose(
     record = composition_record(
         resolved.raw, workspace=directory, kernel_version=getattr(manager, "kernel_version", None)
     )
+    # request shapers, bundles ([instructions], [skills], [mcp]) and the context window
+    context = context_parts(resolved, manager, env, model_provider, directory)
     runtime = AgentRuntime(
         provider=model_provider,
         tools=registry,
@@ -353,6 +356,7 @@ def compose(
         budget=budget,
         environ=env,
         composition=record,
+        **context,
     )
     return Composition(
         runtime=runtime,

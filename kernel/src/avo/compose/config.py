@@ -26,6 +26,17 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [rate_limit]                 # provider call pacing
     requests_per_minute = 50
 
+    [context]                    # the context window and the context policy
+    window = 8192                # (see docs/context.md for the policy's knobs)
+    [session]                    # the session `avo run` continues by default
+    id = "main"
+    [instructions]               # AGENTS.md (avo-context), skills (avo-skills) and MCP
+    [skills]                     # servers (avo-mcp): each table enables that bundle and
+    [mcp]                        # holds its settings; enabled = false turns it off
+
+(top-level ``shapers = [...]`` and ``bundles = [...]`` enable more request
+shapers and bundles by plugin name, like ``tools``.)
+
 Errors are :class:`~avo.exceptions.ConfigError` naming the file, the dotted key
 and the choices that would have been accepted.
 """
@@ -100,6 +111,28 @@ class PluginSwitches(_Strict):
     allow: list[str] | None = None
 
 
+class ContextSettings(BaseModel):
+    """``[context]``: the model's context window and the context policy.
+
+    Any other key is a setting of the policy (validated by the policy plugin).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    window: int | None = Field(default=None, gt=0)
+    """The window in tokens; default: the provider's catalog, then ``default_window``."""
+    default_window: int = Field(default=8192, gt=0)
+    """The window assumed for a model nothing knows (recorded as source "default")."""
+    policy: str = Field(default="compaction", min_length=1)
+    """The bundle or shaper plugin that keeps requests inside the window; "none" for none."""
+
+
+class SessionSettings(_Strict):
+    """``[session]``: which session ``avo run`` continues when no flag says."""
+
+    id: str | None = None
+
+
 class AvoConfig(_Strict):
     """A whole ``avo.toml``."""
 
@@ -114,6 +147,13 @@ class AvoConfig(_Strict):
     rate_limit: dict[str, Any] = Field(default_factory=dict)
     plugins: PluginSwitches = Field(default_factory=PluginSwitches)
     system_prompt: str | None = None
+    context: ContextSettings | None = None
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    instructions: dict[str, Any] | None = None
+    skills: dict[str, Any] | None = None
+    mcp: dict[str, Any] | None = None
+    shapers: list[str | PluginRef] = Field(default_factory=list)
+    bundles: list[str | PluginRef] = Field(default_factory=list)
 
 
 _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
@@ -124,6 +164,10 @@ _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
     "tools": PluginRef,
     "hooks": PluginRef,
     "notifiers": PluginRef,
+    "context": ContextSettings,
+    "session": SessionSettings,
+    "shapers": PluginRef,
+    "bundles": PluginRef,
 }
 
 
@@ -239,9 +283,11 @@ def load_config(path: Path | str | None) -> tuple[AvoConfig, str]:
 __all__ = [
     "CONFIG_FILE",
     "AvoConfig",
+    "ContextSettings",
     "PermissionRef",
     "PluginRef",
     "PluginSwitches",
+    "SessionSettings",
     "StoreRef",
     "dotted",
     "find_config",
