@@ -108,6 +108,12 @@ models_command = provides(
     lazy_command("models", "avo.cli.models", help="models of the installed providers, with prices")
 )
 
+sessions_command = provides(
+    lazy_command(
+        "sessions", "avo.cli.sessions", help="list sessions and show one (runs that continue)"
+    )
+)
+
 completion_command = provides(
     lazy_command("completion", "avo.cli.completion", help="print a shell completion script")
 )
@@ -122,5 +128,6 @@ __all__ = [
     "replay_command",
     "run_command",
     "runs_command",
+    "sessions_command",
     "setup_command",
 ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from types import MappingProxyType
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue

@@ -25,6 +25,10 @@ raised is not closed, the ones before it are, and the run is not started
 (:class:`~avo.exceptions.BundleError`). What each bundle contributed, and any
 problem it reported (an MCP server that did not start, say), is recorded in
 the run's ``run_created`` / ``run_resumed`` event.
+
+An approval callback with a ``learn_tools(metadata_list)`` method (the
+permission modes of avo-permissions have one) is told about the bundles'
+tools, so their declared risk classes apply.
 """
 
 from __future__ import annotations
@@ -219,6 +223,9 @@ async def open_bundles(
             registry = _merged_tools(rt.tools, tools)
             result._restore.append(("tools", rt.tools))
             rt.tools = registry
+            learn = getattr(rt.approval_callback, "learn_tools", None)
+            if callable(learn):  # a permission mode learns the bundles' tools and risks
+                learn([tool.metadata for tool in tools])
         if hooks:
             merged = HookRegistry()
             if rt.hooks is not None:

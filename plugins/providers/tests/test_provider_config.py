@@ -256,3 +256,23 @@ def test_settings_are_validated_with_the_plugin_settings_model() -> None:
     assert minimax is not None
     with pytest.raises(ValidationError):
         minimax.model_validate({"api_style": "grpc"})
+
+
+def test_every_catalog_model_has_a_context_window_or_a_provider_wide_one() -> None:
+    from avo.context_window import resolve_context_window
+    from avo_providers.plugin import PROVIDER_SPECS
+
+    for name, spec in PROVIDER_SPECS.items():
+        if name in {"router", "ollama-cloud", "cerebras"}:
+            continue  # routes over others / no published per-model windows: provider-wide or unknown
+        for model in spec.models:
+            window = resolve_context_window(
+                model=model,
+                catalog=spec.context_windows,
+                provider_window=spec.capabilities.context_window,
+                environ={},
+            )
+            assert window.source == "catalog", (name, model)
+            assert window.tokens >= 4_096, (name, model)
+    openai = PROVIDER_SPECS["openai"]
+    assert openai.context_windows["gpt-3.5-turbo"] == 16_385

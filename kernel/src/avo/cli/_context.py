@@ -65,12 +65,18 @@ async def open_store(args: Any, *, must_exist: bool = True) -> tuple[Any, str]:
     """Open the resolved event store; returns it and its location."""
     from avo.compose import open_store as open_by_location
 
-    location, source = store_location(args)
+    config = resolved(args)
+    location, source = config.store_location, config.source("store.location")
     if must_exist:
         check_location(location, source)
+    # the configured store's own settings (a PostgreSQL schema, ...) apply to its location,
+    # not to another one given with -d
+    table = config.config.store if not source.startswith("flag") else None
     store = open_by_location(
         location,
         manager=getattr(args, "avo_plugins", None),
+        name=table.name if table is not None else None,
+        settings=table.settings if table is not None else None,
         environ=getattr(args, "avo_environ", None),
     )
     if inspect.isawaitable(store):

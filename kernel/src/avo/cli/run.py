@@ -14,6 +14,7 @@ import asyncio
 import sys
 from typing import Any
 
+from avo.cli._session_flags import add_session_flags
 from avo.exceptions import AvoError
 
 
@@ -60,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="directory workspace tools work in (default: the current directory)",
     )
+    add_session_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="print the answer only (no run id, summary)"
@@ -102,6 +104,7 @@ def _resolve(args: argparse.Namespace) -> Any:
 async def _drive(args: argparse.Namespace, task: str) -> int:
     from avo.cli._progress import ProgressPrinter
     from avo.cli._run_report import report
+    from avo.cli._session_flags import choose_session
     from avo.cli._signals import interrupts
     from avo.compose import compose
     from avo.models import new_id
@@ -131,16 +134,24 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
     runtime = composition.runtime
     async with composition:
         store = composition.event_store
+        session_id = await choose_session(
+            args, store, config.config.session.id, composition.store_location
+        )
         async with holding_lease(store, run_id, owner=owner_name("avo-run")) as writer:
             runtime.event_store = writer
             with interrupts(runtime.interrupt, run_id=run_id, quiet=args.quiet):
                 result = await runtime.run(
-                    task, system_prompt=config.config.system_prompt, run_id=run_id
+                    task,
+                    system_prompt=config.config.system_prompt,
+                    run_id=run_id,
+                    session_id=session_id,
                 )
         if streamed and not streamed[-1].endswith("\n"):
             print()
         elif not streamed and result.output and not args.json:
             print(result.output)
+        if session_id is not None and not quiet and (args.session or args.continue_session):
+            note(f"avo: session {session_id} (continue it with: avo run --continue)", args=args)
         return await report(args, result, store, composition.store_location, progress.failures)
 
 

@@ -117,6 +117,14 @@ class PermissionCallback:
         metadata = self.tools.get(name)
         return metadata.effective_risk if metadata is not None else ToolRisk.EXECUTE
 
+    def learn_tools(self, tools: Iterable[ToolMetadata | Any]) -> None:
+        """Take in tools added after the callback was built (a run's bundles: MCP, skills).
+
+        Called by the runtime when bundles set up a run, so their declared risks
+        apply instead of the EXECUTE assumed for unknown tools.
+        """
+        self.tools.update(_metadata(tools))
+
     def evaluate(self, call: ToolCall) -> PermissionDecision:
         """What the rules and the mode decide about ``call`` (no prompting)."""
         return self.rules.evaluate(

@@ -193,6 +193,11 @@ class FencedPostgresStore:
     def __repr__(self) -> str:
         return f"{self._store!r}.fenced(token={self.lease.token}, owner={self.lease.owner!r})"
 
+    @property
+    def store(self) -> PostgresEventStore:
+        """The store this view writes through (its sessions are kept there, unfenced)."""
+        return self._store
+
     def _lease(self, run_id: str) -> Lease:
         if run_id != self.lease.run_id:
             raise LeaseError(

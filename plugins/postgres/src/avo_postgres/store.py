@@ -57,6 +57,7 @@ from avo_postgres.leases import FencedPostgresStore
 from avo_postgres.reads import StoreReads
 from avo_postgres.rows import row_is_terminal
 from avo_postgres.schema import migrate
+from avo_postgres.sessions import PostgresSessions
 from avo_postgres.write_ops import WriteOps
 from avo_postgres.writes import Head, insert_run
 
@@ -65,7 +66,7 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _T = TypeVar("_T")
 
 
-class PostgresEventStore(WriteOps, StoreReads):
+class PostgresEventStore(WriteOps, StoreReads, PostgresSessions):
     """The EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The
@@ -76,7 +77,8 @@ class PostgresEventStore(WriteOps, StoreReads):
     awaited with every new pooled asyncpg connection (to register a codec or a
     query logger, say). ``concurrency`` is how many runs this store is expected
     to drive at once; without an explicit ``pool_max_size`` it sizes the pool
-    (:func:`pool_size_for`).
+    (:func:`pool_size_for`). It also keeps sessions (:mod:`avo.sessions`; see
+    :mod:`avo_postgres.sessions`).
     """
 
     def __init__(

@@ -175,6 +175,72 @@ PRICING: dict[str, dict[str, tuple[Decimal, Decimal]]] = {
     "ollama": {model: (Decimal(0), Decimal(0)) for model in PROVIDER_MODELS["ollama"]},
 }
 
+CONTEXT_WINDOWS: dict[str, dict[str, int]] = {
+    "anthropic": {
+        "claude-sonnet-4-6": 200_000,
+        "claude-sonnet-4-5": 200_000,
+        "claude-opus-4-5": 200_000,
+        "claude-haiku-4-5": 200_000,
+        "claude-3-5-sonnet": 200_000,
+        "claude-3-5-haiku": 200_000,
+        "claude-3-opus": 200_000,
+    },
+    "openai": {
+        "gpt-4o": 128_000,
+        "gpt-4o-mini": 128_000,
+        "gpt-4.1": 1_047_576,
+        "gpt-4.1-mini": 1_047_576,
+        "gpt-4.1-nano": 1_047_576,
+        "o1": 200_000,
+        "o1-mini": 128_000,
+        "o1-preview": 128_000,
+        "o3-mini": 200_000,
+        "gpt-3.5-turbo": 16_385,
+    },
+    "groq": {
+        "llama-3.3-70b-versatile": 131_072,
+        "llama-3.1-8b-instant": 131_072,
+        "mixtral-8x7b-32768": 32_768,
+        "gemma2-9b-it": 8_192,
+    },
+    "gemini": {
+        "gemini-2.5-pro": 1_048_576,
+        "gemini-2.5-flash": 1_048_576,
+        "gemini-2.5-flash-lite": 1_048_576,
+        "gemini-2.0-flash": 1_048_576,
+    },
+    "minimax": {"MiniMax-M2": 204_800},
+    "openrouter": {
+        "meta-llama/llama-3.3-70b-instruct:free": 131_072,
+        "deepseek/deepseek-r1:free": 163_840,
+        "deepseek/deepseek-chat-v3-0324:free": 163_840,
+        "qwen/qwen-2.5-coder-32b-instruct:free": 32_768,
+        "google/gemini-2.0-flash-exp:free": 1_048_576,
+        "mistralai/mistral-7b-instruct:free": 32_768,
+        "microsoft/phi-3-mini-128k-instruct:free": 128_000,
+        "openai/gpt-4o-mini": 128_000,
+        "anthropic/claude-sonnet-4.5": 200_000,
+        "google/gemini-2.5-flash": 1_048_576,
+    },
+    # What the model supports; an Ollama server only uses as much as its num_ctx
+    # option allows (set [context] window to that when it is smaller).
+    "ollama": {
+        "llama3.1": 131_072,
+        "llama3.2": 131_072,
+        "qwen2.5-coder": 32_768,
+        "qwen2.5": 32_768,
+        "mistral": 32_768,
+        "mixtral": 32_768,
+        "codellama": 16_384,
+        "deepseek-coder-v2": 163_840,
+        "phi3": 4_096,
+        "gemma2": 8_192,
+        "command-r": 131_072,
+    },
+}
+"""Context windows (tokens) per model, from the vendors' model pages as of 2025-11;
+a model not listed falls back to its provider's ``context_window`` capability."""
+
 CAPABILITIES: dict[str, ProviderCapabilities] = {
     "anthropic": ProviderCapabilities(
         streaming=True,
@@ -219,6 +285,7 @@ __all__ = [
     "ANTHROPIC_ADAPTER_DEFAULT_MODEL",
     "API_KEY_ENV",
     "CAPABILITIES",
+    "CONTEXT_WINDOWS",
     "OLLAMA_CLOUD_MODELS",
     "PRICING",
     "PROVIDER_MODELS",

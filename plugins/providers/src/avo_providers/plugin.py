@@ -12,6 +12,7 @@ from avo.plugins import ProviderSpec, lazy_command, provides
 from avo_providers import config
 from avo_providers.catalog import (
     CAPABILITIES,
+    CONTEXT_WINDOWS,
     OLLAMA_CLOUD_MODELS,
     PRICING,
     PROVIDER_MODELS,
@@ -31,6 +32,7 @@ def _spec(name: str, factory: Any, description: str, *extra_env: str) -> Provide
         models=models,
         capabilities=CAPABILITIES[name],
         pricing=PRICING.get(name, {}),
+        context_windows=CONTEXT_WINDOWS.get(name, {}),
     )
 
 

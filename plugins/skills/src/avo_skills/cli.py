@@ -38,6 +38,31 @@ Instructions for coding agents working in this repository.
 """
 
 
+AVO_TOML = """# avo.toml, written by `avo init` (see docs/configuration.md and docs/context.md).
+# The provider and model come from `avo setup` (your user config) unless set here:
+# [provider]
+# name = "anthropic"
+
+# Keep every request inside the model's context window: old tool output is elided
+# (the model can recall it by id) and old turns are summarised.
+[context]
+# window = 200000           # default: the provider's catalog for the model
+# threshold = 0.75          # compact above this share of the window
+# keep_recent_turns = 4     # the newest turns always stay verbatim
+
+# Show AGENTS.md (here and in the parent directories) to the model.
+[instructions]
+
+# List the skills of .avo/skills to the model; it loads one when it needs it.
+[skills]
+
+# Start MCP servers with each run: those of ~/.avo/mcp.json (`avo mcp add`) and these.
+[mcp]
+# [mcp.servers.time]
+# command = ["uvx", "mcp-server-time"]
+"""
+
+
 def configure_skill(parser: argparse.ArgumentParser) -> None:
     """``avo skill`` subcommands."""
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="skills directory")
@@ -109,12 +134,17 @@ def configure_init(parser: argparse.ArgumentParser) -> None:
 
 
 def run_init(args: argparse.Namespace, *, stdout: TextIO | None = None) -> int:
-    """Scaffold ``.avo/skills/repo-overview/SKILL.md`` and ``AGENTS.md``."""
+    """Scaffold ``.avo/skills/repo-overview/SKILL.md``, ``AGENTS.md`` and an ``avo.toml``.
+
+    The avo.toml enables what the other two are for: AGENTS.md as instructions,
+    the skills list, context compaction and MCP servers.
+    """
     out = stdout or sys.stdout
     root = Path(args.root)
     files = {
         root / DEFAULT_ROOT / "repo-overview" / SKILL_FILE: REPO_OVERVIEW,
         root / "AGENTS.md": AGENTS_MD,
+        root / "avo.toml": AVO_TOML,
     }
     for path, text in files.items():
         if path.exists() and not args.force:
@@ -128,6 +158,7 @@ def run_init(args: argparse.Namespace, *, stdout: TextIO | None = None) -> int:
 
 __all__ = [
     "AGENTS_MD",
+    "AVO_TOML",
     "REPO_OVERVIEW",
     "configure_init",
     "configure_skill",

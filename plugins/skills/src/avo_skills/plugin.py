@@ -17,7 +17,7 @@ init_command = provides(
     lazy_command(
         "init",
         "avo_skills.cli",
-        help="scaffold .avo/skills/repo-overview/SKILL.md and AGENTS.md",
+        help="scaffold .avo/skills/repo-overview/SKILL.md, AGENTS.md and an avo.toml using them",
         configure="configure_init",
         run="run_init",
     )

@@ -24,6 +24,7 @@ from avo_sqlite._core import SQLiteCore
 from avo_sqlite._group import GroupCommit, cancel_again
 from avo_sqlite._txn import WouldBlock
 from avo_sqlite._worker import Worker
+from avo_sqlite.sessions import SQLiteSessions
 
 T = TypeVar("T")
 _BLOCKED = object()
@@ -39,8 +40,10 @@ def _location_to_path(location: str | Path) -> Path:
     return Path(text)
 
 
-class SQLiteEventStore:
+class SQLiteEventStore(SQLiteSessions):
     """Durable event store on SQLite (WAL mode), with delta checkpoints and run leases.
+
+    It also keeps sessions (:mod:`avo.sessions`; see :mod:`avo_sqlite.sessions`).
 
     ``synchronous`` is SQLite's ``PRAGMA synchronous``: ``"NORMAL"`` (default)
     survives any process crash; ``"FULL"`` also survives power loss at the cost
@@ -221,6 +224,7 @@ class SQLiteEventStore:
             await self._group.commit_now()
         self._closed = True
         await asyncio.to_thread(self._worker.stop)
+        self._close_sessions()
 
     async def __aenter__(self) -> SQLiteEventStore:
         return self
