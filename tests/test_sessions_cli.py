@@ -116,9 +116,7 @@ def test_three_runs_of_one_session_on_sqlite(tmp_path: Path, model: ScriptedHTTP
 
 
 @pytest.mark.postgres
-def test_three_runs_of_one_session_on_postgresql(
-    tmp_path: Path, model: ScriptedHTTPServer
-) -> None:
+def test_three_runs_of_one_session_on_postgresql(tmp_path: Path, model: ScriptedHTTPServer) -> None:
     dsn = os.environ.get("AVO_TEST_POSTGRES_DSN", "").strip() or (
         DSN_FILE.read_text().strip() if DSN_FILE.is_file() else ""
     )

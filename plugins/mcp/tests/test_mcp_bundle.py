@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from avo import AgentRuntime, EventType, ModelResponse, RunState, ToolCall
+from avo import AgentRuntime, EventType, ModelResponse, RunState
 from avo.compose import compose
 from avo.models import ModelRequest
 from avo.plugins.manager import PluginManager

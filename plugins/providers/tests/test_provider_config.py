@@ -264,7 +264,7 @@ def test_every_catalog_model_has_a_context_window_or_a_provider_wide_one() -> No
 
     for name, spec in PROVIDER_SPECS.items():
         if name in {"router", "ollama-cloud", "cerebras"}:
-            continue  # routes over others / no published per-model windows: provider-wide or unknown
+            continue  # routes over others, or no published per-model windows
         for model in spec.models:
             window = resolve_context_window(
                 model=model,
