@@ -31,6 +31,7 @@ DEFAULT_WINDOW = 8_192
 MESSAGE_OVERHEAD_TOKENS = 4
 """Tokens counted for each message's framing (role, separators)."""
 CHARS_PER_TOKEN = 4
+_CALL_FRAMING = 48  # a call's id, type and keys, in characters
 
 WINDOW_SOURCES = ("config", "environment", "catalog", "provider", "pattern", "default")
 """Where a window can come from, most to least authoritative."""
@@ -123,10 +124,18 @@ def _text_length(value: Any) -> int:
 
 def message_tokens(message: Mapping[str, Any]) -> int:
     """Estimated tokens of one transcript message (content, tool calls, framing)."""
-    chars = _text_length(message.get("content"))
+    content = message.get("content")
+    chars = len(content) if type(content) is str else _text_length(content)
     calls = message.get("tool_calls")
     if calls:
-        chars += _text_length(calls)
+        for call in calls:
+            function = call.get("function") if type(call) is dict else None
+            if type(function) is dict:  # the usual shape: no JSON encoding needed
+                arguments = function.get("arguments")
+                chars += _CALL_FRAMING + len(str(function.get("name") or ""))
+                chars += len(arguments) if type(arguments) is str else _text_length(arguments)
+            else:
+                chars += _text_length(call)
     return chars // CHARS_PER_TOKEN + MESSAGE_OVERHEAD_TOKENS
 
 

@@ -10,7 +10,7 @@ A :class:`avo.models.Checkpoint` is split three ways:
   each list with the previous checkpoint's and writes from the first position
   that differs (normally: just the items appended since), then drops
   positions past the new end;
-- the *dict fields* ``policy``, ``provider_metadata`` and ``user_state``, key
+- the *dict fields* ``policy``, ``provider_metadata``, ``user_state`` and ``shaper_state``, key
   by key: small values inline in the head, large ones (a FakeProvider's
   script) as one ``avo_checkpoint_parts`` row, rewritten only when it changes.
 
@@ -45,7 +45,7 @@ LIST_FIELDS: tuple[str, ...] = (
     "completed_tool_call_ids",
 )
 _SET_FIELD = "completed_tool_call_ids"
-PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state")
+PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state", "shaper_state")
 _INLINE_LIMIT = 256  # bytes of JSON up to which a dict value is kept in the head
 
 

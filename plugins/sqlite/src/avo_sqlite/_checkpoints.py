@@ -15,7 +15,8 @@ that grow or repeat:
   stored items in full (C-level list comparisons; the runtime shares message
   objects between checkpoints, so they are mostly identity checks), the id set
   by inclusion: an edit anywhere is never missed.
-- the dict fields ``policy``, ``provider_metadata`` and ``user_state``, stored
+- the dict fields ``policy``, ``provider_metadata``, ``user_state`` and
+  ``shaper_state`` (the request shapers' state, by shaper), stored
   key by key: small values inline, large ones (a FakeProvider's script) once
   in ``checkpoint_items`` and referenced while they stay equal. A whole field
   equal to the previous checkpoint's is one reference.
@@ -54,7 +55,7 @@ LIST_FIELDS: tuple[str, ...] = (
 )
 SET_FIELD = "completed_tool_call_ids"
 DELTA_FIELDS: tuple[str, ...] = (*LIST_FIELDS, SET_FIELD)
-PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state")
+PART_FIELDS: tuple[str, ...] = ("policy", "provider_metadata", "user_state", "shaper_state")
 _HEAD_EXCLUDE = {*DELTA_FIELDS, *PART_FIELDS, "run_id", "checkpoint_id", "created_at"}
 _INLINE_LIMIT = 96  # bytes of JSON up to which a value is kept in the head row
 _SEP = "\x1f"
@@ -308,6 +309,8 @@ def load_latest(
     )
     cursor = CheckpointCursor(position=position, lineages={}, next_item=next_item(conn, run_key))
     for name in PART_FIELDS:
+        if name not in stored_parts:  # a head written before this field was a part
+            continue
         kind, payload = stored_parts[name]
         encoded = payload if kind == "i" else _item(conn, run_key, name, int(payload))
         value: dict[str, Any] = {}
