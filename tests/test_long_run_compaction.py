@@ -51,9 +51,9 @@ class Model:
         from avo_providers.wire_fakes import OpenAIWire
 
         wire = OpenAIWire()
-        usage = TokenUsage(input_tokens=100, output_tokens=10)
         body = request.json()
         size = (len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))) // 4
+        usage = TokenUsage(input_tokens=size, output_tokens=10)  # what it counted, as vendors do
         with self.lock:
             self.sizes.append(size)
             self.bodies.append(body)

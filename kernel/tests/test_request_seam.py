@@ -252,3 +252,52 @@ async def test_shaper_plugins_register_through_the_manager() -> None:
     found = manager.get("shaper", "reminder")
     assert found is spec and found.order == 10
     assert bind_shaper(found.factory({}), order=found.order).order == 10
+
+
+async def test_the_trace_tells_what_shaped_the_requests(answer: Any) -> None:
+    runtime = AgentRuntime(
+        provider=FakeProvider([answer()]), shapers=[Reminder()], context_window=9000
+    )
+    result = await runtime.run("task")
+    trace = await runtime.inspect(result.run_id)
+    shaped = [e for e in trace.entries if e.event_type is EventType.REQUEST_SHAPED]
+    assert shaped[0].summary.startswith("request shaped by reminder: 1 -> 2 messages, ~")
+    assert shaped[0].summary.endswith("of 9000 (config)")
+
+
+async def test_the_estimate_learns_how_the_provider_counts(call: Any, echo_tool: Any) -> None:
+    from avo import ModelResponse
+    from avo.models import TokenUsage
+
+    class Counting(FakeProvider):
+        """Reports three times the kernel's estimate of each request as its input tokens."""
+
+        async def generate(self, request: ModelRequest) -> Any:
+            from avo.context_window import messages_tokens, tools_tokens
+
+            response = await super().generate(request)
+            size = messages_tokens(request.messages) + tools_tokens(request.tools)
+            return response.model_copy(update={"usage": TokenUsage(input_tokens=3 * size)})
+
+    class Shrinking(FakeProvider):
+        async def generate(self, request: ModelRequest) -> Any:
+            response = await super().generate(request)
+            return response.model_copy(update={"usage": TokenUsage(input_tokens=1)})
+
+    for provider_type, expected in ((Counting, 3.0), (Shrinking, 1.0)):
+        provider = provider_type([call("echo", text="a"), ModelResponse(content="done")])
+        store = InMemoryEventStore()
+        runtime = AgentRuntime(
+            provider=provider,
+            tools=[echo_tool],
+            event_store=store,
+            shapers=[Counter()],  # changes every call: every call is recorded
+        )
+        result = await runtime.run("task")
+        shaped = [
+            e
+            for e in await store.get_events(result.run_id)
+            if e.event_type is EventType.REQUEST_SHAPED
+        ]
+        assert shaped[0].payload["estimate_scale"] == 1.0  # nothing reported yet
+        assert abs(shaped[-1].payload["estimate_scale"] - expected) < 0.2, provider_type

@@ -91,3 +91,16 @@ async def test_only_a_working_run_can_be_steered(answer: Any) -> None:
         steer("done-run", "too late")
     with pytest.raises(SteeringError, match="must be non-empty text"):
         steer("done-run", "   ")
+
+
+async def test_the_trace_shows_the_message(call: Any, answer: Any, echo_tool: Any) -> None:
+    provider = Paced([call("echo", text="a"), answer()])
+    runtime = AgentRuntime(provider=provider, tools=[echo_tool])
+    task = asyncio.create_task(runtime.run("task", run_id="r3"))
+    await provider.waiting.wait()
+    steer("r3", "hurry up", source="web")
+    provider.go.set()
+    await task
+    trace = await runtime.inspect("r3")
+    (entry,) = [e for e in trace.entries if e.event_type is EventType.RUN_STEERED]
+    assert entry.summary == "steered (web): hurry up"

@@ -49,6 +49,9 @@ logger = logging.getLogger("avo.runtime")
 _EMPTY = Shaping()
 _NO_STATE: Mapping[str, JsonValue] = MappingProxyType({})
 _RECORDABLE = frozenset({EventType.CONTEXT_COMPACTED})
+# Never below 1: a provider that reports fewer tokens than estimated (a test double, a
+# frugal tokenizer) must not make the guard bolder than its own estimate.
+_MIN_SCALE, _MAX_SCALE = 1.0, 4.0
 _SUMMARY_INPUT_CHARS = 4_000
 """How much of one message a summary request quotes."""
 
@@ -101,6 +104,11 @@ class RunSeam:
         self._tools_key: tuple[int, int, int] | None = None
         self._tools_tokens = 0
         self.estimate = 0
+        # raw gauge estimates times ``scale`` = the provider's tokens: learned from the
+        # input tokens it reports for the requests the seam estimated (1.0 until then)
+        self.scale = 1.0
+        self._raw = 0
+        self._reported = 0
         self._unbilled = TokenUsage()
         self._dirty = False
         self._rt: AgentRuntime | None = None
@@ -148,6 +156,7 @@ class RunSeam:
         fields = request.__dict__
         transcript: list[Any] = fields["messages"]
         self.gauge.update(transcript)
+        self._calibrate(ctx.last_input_tokens)
         messages = transcript
         tools = fields["tools"]
         deltas = self._deltas
@@ -164,6 +173,7 @@ class RunSeam:
                 window=self.window,
                 gauge=self.gauge,
                 reserved_tokens=reserved,
+                scale=self.scale,
                 session_id=self.session_id,
                 model=rt._provider_model,
                 provider=rt._provider_name,
@@ -198,7 +208,8 @@ class RunSeam:
             self.results[index] = shaping
             if shaping is not self.recorded[index] and shaping != self.recorded[index]:
                 changed = True
-        self.estimate = self.gauge.total + sum(deltas) + self._measure_tools(tools)
+        self._raw = self.gauge.total + sum(deltas) + self._measure_tools(tools)
+        self.estimate = round(self._raw * self.scale)
         if changed or not self._ever_recorded:
             self._record(rt, ctx, len(transcript), len(messages))
         if self._dirty:  # a shaper's new state is durable before the call it shaped
@@ -207,6 +218,12 @@ class RunSeam:
         if messages is transcript and tools is fields["tools"]:
             return request
         return replaced(request, messages=messages, tools=tools)
+
+    def _calibrate(self, reported: int) -> None:
+        """Learn how the provider counts from the input tokens it reported last."""
+        if reported > 0 and reported != self._reported and self._raw > 0:
+            self._reported = reported
+            self.scale = min(_MAX_SCALE, max(_MIN_SCALE, reported / self._raw))
 
     def _delta(
         self, index: int, shaping: Shaping, given: list[Any], size: int, transcript: list[Any]
@@ -272,6 +289,7 @@ class RunSeam:
             "messages_in": size_in,
             "messages_out": size_out,
             "estimated_tokens": self.estimate,
+            "estimate_scale": round(self.scale, 3),
         }
         if self.window is not None:
             payload["window"] = self.window.as_json()

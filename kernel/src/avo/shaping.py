@@ -146,6 +146,9 @@ class ShapingContext:
     :ivar reserved_tokens: the estimated tokens the shapers after this one and the
         tool declarations added to the previous request (what a context policy
         must leave room for).
+    :ivar scale: the gauge's estimates times ``scale`` are the provider's tokens:
+        learned from the input tokens the provider reported for the previous
+        request (between 1 and 4; 1.0 until a provider reports usage).
     :ivar session_id: the session the run belongs to, or None.
     :ivar model, provider: the provider's model and name, when it declares them.
     """
@@ -158,6 +161,7 @@ class ShapingContext:
         "provider",
         "reserved_tokens",
         "run_id",
+        "scale",
         "session_id",
         "state",
         "step",
@@ -180,6 +184,7 @@ class ShapingContext:
         session_id: str | None,
         model: str | None,
         provider: str | None,
+        scale: float = 1.0,
     ) -> None:
         self._owner = owner
         self.name = name
@@ -190,6 +195,7 @@ class ShapingContext:
         self.window = window
         self.gauge = gauge
         self.reserved_tokens = reserved_tokens
+        self.scale = scale
         self.session_id = session_id
         self.model = model
         self.provider = provider

@@ -277,6 +277,8 @@ class _Fold:
                 f"hook {payload.get('hook')}{plugin} at {payload.get('event')} raised "
                 f"{_preview(raised)} -> {payload.get('outcome')}"
             )
+        if kind in _CONTEXT_EVENTS:
+            return _context_summary(kind, payload)
         if kind is EventType.RUN_RESUMED:
             checkpoint = str(payload.get("checkpoint_id", "?"))[:8]
             return f"resumed from checkpoint {checkpoint} at {payload.get('state')}"
@@ -337,6 +339,41 @@ class _Fold:
             by = payload.get("blocked_by", "approval")
             return f"{label} denied by {by}: {_preview(payload.get('reason', ''))}"
         return label
+
+
+_CONTEXT_EVENTS = frozenset(
+    {EventType.REQUEST_SHAPED, EventType.CONTEXT_COMPACTED, EventType.RUN_STEERED}
+)
+
+
+def _context_summary(kind: EventType, payload: Mapping[str, Any]) -> str:
+    """One line for a request-seam event (see docs/context.md)."""
+    if kind is EventType.RUN_STEERED:
+        return f"steered ({payload.get('source')}): {_preview(payload.get('message'))}"
+    if kind is EventType.CONTEXT_COMPACTED:
+        stage = payload.get("stage")
+        detail = ""
+        if isinstance(payload.get("elided"), list):
+            detail = f", {len(payload['elided'])} outputs elided"
+        summary = _mapping(payload.get("summary"))
+        if summary:
+            detail = f", summary: {_preview(summary.get('text'), 40)}"
+        return (
+            f"{payload.get('shaper')} {stage}: {payload.get('tokens_before')} -> "
+            f"{payload.get('tokens_after')} tokens (window {payload.get('window')}){detail}"
+        )
+    shapers = payload.get("shapers")
+    names = [
+        str(e.get("name"))
+        for e in (shapers if isinstance(shapers, list) else [])
+        if isinstance(e, Mapping) and e.get("changed")
+    ]
+    window = _mapping(payload.get("window"))
+    limit = f" of {window.get('tokens')} ({window.get('source')})" if window else ""
+    return (
+        f"request shaped by {', '.join(names) or '-'}: {payload.get('messages_in')} -> "
+        f"{payload.get('messages_out')} messages, ~{payload.get('estimated_tokens')} tokens{limit}"
+    )
 
 
 __all__ = ["RunTrace", "TraceEntry", "TraceInspector"]

@@ -118,8 +118,11 @@ def _spec_details(spec: Any) -> dict[str, Any]:
         value = getattr(spec, field.name)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
-        elif isinstance(value, Mapping):
-            value = {str(k): [str(x) for x in v] for k, v in value.items()}
+        elif isinstance(value, Mapping):  # pricing: (in, out) pairs; context windows: ints
+            value = {
+                str(k): [str(x) for x in v] if isinstance(v, tuple | list) else v
+                for k, v in value.items()
+            }
         elif isinstance(value, tuple):
             value = list(value)
         elif hasattr(value, "value"):

@@ -139,9 +139,12 @@ class CompactionPolicy:
         window = context.window
         if window is None:
             return self._shaping
-        if self.view_tokens(context) <= self.settings.threshold * window.tokens:
+        # the window in the gauge's units: the provider may count more (or fewer)
+        # tokens than the estimate, as learned from the usage it reports
+        limit = int(window.tokens / context.scale)
+        if self.view_tokens(context) <= self.settings.threshold * limit:
             return self._shaping
-        state = await self._compact(context, transcript, window.tokens)
+        state = await self._compact(context, transcript, limit, window.tokens)
         context.set_state(state)
         self._build(context.state, transcript, context)
         return self._shaping
@@ -149,7 +152,7 @@ class CompactionPolicy:
     # ------------------------------------------------------------ compacting
 
     async def _compact(
-        self, context: ShapingContext, transcript: list[Any], limit: int
+        self, context: ShapingContext, transcript: list[Any], limit: int, window: int
     ) -> dict[str, JsonValue]:
         settings = self.settings
         state: dict[str, Any] = {
@@ -191,13 +194,14 @@ class CompactionPolicy:
                     context, "recent", before_recent, tokens, limit, boundary, elided=newly
                 )
         if tokens > limit:
+            needed = round(tokens * context.scale)
             raise ContextWindowError(
-                f"the request needs about {tokens} tokens even after compaction, but the "
-                f"context window of {context.model or 'the model'} is {limit} tokens; raise "
+                f"the request needs about {needed} tokens even after compaction, but the "
+                f"context window of {context.model or 'the model'} is {window} tokens; raise "
                 "[context] window if the model allows more, lower keep_recent_turns, or make "
                 "the task's tool outputs smaller",
-                tokens=tokens,
-                window=limit,
+                tokens=needed,
+                window=window,
             )
         return state
 
@@ -296,11 +300,12 @@ class CompactionPolicy:
         boundary: int,
         **detail: Any,
     ) -> None:
+        scale = context.scale  # the records speak the provider's tokens, not the gauge's
         payload: dict[str, JsonValue] = {
             "stage": stage,
-            "tokens_before": before,
-            "tokens_after": after,
-            "window": limit,
+            "tokens_before": round(before * scale),
+            "tokens_after": round(after * scale),
+            "window": round(limit * scale),
             "threshold": self.settings.threshold,
             "target": self.settings.target,
             "recent_from": boundary,
