@@ -102,6 +102,7 @@ def _resolve(args: argparse.Namespace) -> Any:
 
 
 async def _drive(args: argparse.Namespace, task: str) -> int:
+    from avo.cli._output import note
     from avo.cli._progress import ProgressPrinter
     from avo.cli._run_report import report
     from avo.cli._session_flags import choose_session
