@@ -36,6 +36,17 @@ def test_call_json_and_fingerprints_match_the_canonical_forms(
     assert model_response_fingerprint(response) == canonical_fingerprint(
         {"content": None, "tool_call": {"name": name, "arguments": arguments}}
     )
+    other = ToolCall(name="other", arguments={"x": [1, None]})
+    both = ModelResponse(tool_calls=[call, other])  # every call of a turn counts
+    assert model_response_fingerprint(both) == canonical_fingerprint(
+        {
+            "content": None,
+            "tool_calls": [
+                {"name": name, "arguments": arguments},
+                {"name": "other", "arguments": {"x": [1, None]}},
+            ],
+        }
+    )
 
 
 def test_the_cache_follows_the_call_object() -> None:

@@ -34,6 +34,10 @@ request_timeout_seconds = 2
 
 [policy]
 consecutive_error_limit = 2
+
+[policy.retry]
+initial_delay = 0.01
+max_delay = 0.05
 """
 
 
@@ -59,7 +63,9 @@ def test_a_provider_failure_names_its_cause_not_just_the_count(cli: CLI) -> None
         "cause:       model call: OpenAI request failed: ConnectError: All connection attempts "
         "failed"
     )
-    assert result.err.count("  ! model call failed (will retry): ") >= 2  # each retry shows
+    # each failed call is retried (3 attempts a round); 2 exhausted rounds stop the run
+    assert result.err.count("  ! model call failed (retrying in ") == 5
+    assert result.err.count("  ! model call failed (no more retries): ") == 1
 
 
 def test_json_output_and_verbose_progress(cli: CLI) -> None:

@@ -63,8 +63,9 @@ class _RunContext:
     # and whether ``run`` is a head object no one outside the buffer has seen.
     batch: Any = None
     head_private: bool = False
-    # Each open call's redacted (tool_call_id, name, arguments) payload, by call id
-    # (with the call object it was made from).
+    # The redacted (tool_call_id, name, arguments) payload of the turn's call (with the
+    # call object it was made from); of every call by id when the turn has several.
+    call_payload: tuple[ToolCall, dict[str, Any]] | None = None
     call_payloads: dict[str, tuple[ToolCall, dict[str, Any]]] = field(default_factory=dict)
     # The last checkpoint's copy of completed_tool_call_ids (reused while unchanged).
     completed_snapshot: set[str] | None = None

@@ -20,20 +20,6 @@ from avo.models import ModelResponse, ToolCall, ToolResult
 from avo.tools import call_json, canonical_json
 
 
-def _call_entry(call: ToolCall) -> dict[str, JsonValue]:
-    entry: dict[str, JsonValue] = {
-        "id": call.tool_call_id,
-        "type": "function",
-        "function": {"name": call.name, "arguments": call_json(call)[0]},
-    }
-    fields = call.__dict__
-    if fields["vendor_id"] is not None:
-        entry["vendor_id"] = fields["vendor_id"]
-    if fields["signature"] is not None:
-        entry["signature"] = fields["signature"]
-    return entry
-
-
 def tool_calls_message(
     calls: Iterable[ToolCall], thinking: list[dict[str, JsonValue]] | None = None
 ) -> dict[str, JsonValue]:
@@ -42,11 +28,20 @@ def tool_calls_message(
     Each entry carries the kernel's ``id`` and, when the vendor gave them, its
     ``vendor_id`` and ``signature``; ``thinking`` holds the turn's reasoning blocks.
     """
-    message: dict[str, JsonValue] = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [_call_entry(call) for call in calls],
-    }
+    entries: list[JsonValue] = []
+    for call in calls:
+        fields = call.__dict__
+        entry: dict[str, JsonValue] = {
+            "id": fields["tool_call_id"],
+            "type": "function",
+            "function": {"name": fields["name"], "arguments": call_json(call)[0]},
+        }
+        if fields["vendor_id"] is not None:
+            entry["vendor_id"] = fields["vendor_id"]
+        if fields["signature"] is not None:
+            entry["signature"] = fields["signature"]
+        entries.append(entry)
+    message: dict[str, JsonValue] = {"role": "assistant", "content": None, "tool_calls": entries}
     if thinking:
         message["thinking"] = list(thinking)
     return message
@@ -119,11 +114,20 @@ def close_batch(ctx: _RunContext, stop_reason: str | None = None) -> None:
     if not calls:
         return
     results = ctx.results
+    messages = ctx.messages
+    detector = ctx.detector
     for call in calls:
-        call_id = call.tool_call_id
+        fields = call.__dict__
+        call_id = fields["tool_call_id"]
         result = results.get(call_id)
-        if result is not None:
-            apply_tool_result(ctx, result, call.__dict__["vendor_id"])
+        if result is not None:  # (apply_tool_result, inline: once per step)
+            messages.append(tool_result_message(result, fields["vendor_id"]))
+            detector.record_observation(result)
+            if result.success:
+                ctx.consecutive_errors = 0
+            else:
+                ctx.consecutive_errors += 1
+                ctx.last_error = result.error
             continue
         text = ctx.outcomes.get(call_id)
         if text is None:
@@ -134,7 +138,7 @@ def close_batch(ctx: _RunContext, stop_reason: str | None = None) -> None:
                 )
             else:
                 text = f"the run stopped ({stop_reason}) before this call ran"
-        ctx.messages.append(no_result_message(call, text))
+        messages.append(no_result_message(call, text))
     ctx.calls = []
     ctx.results = {}
     if ctx.outcomes:

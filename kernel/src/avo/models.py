@@ -95,8 +95,8 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     obj = _new(cls)
     _set_dict(obj, values)
     fields = _ALL_FIELDS.get(cls)
-    if fields is None or len(fields) != len(values):
-        fields = _ALL_FIELDS[cls] = set(values)
+    if fields is None:
+        fields = _ALL_FIELDS[cls] = set(cls.model_fields)
     _set_fields_set(obj, fields)
     _set_extra(obj, None)
     _set_private(obj, None)

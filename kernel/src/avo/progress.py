@@ -18,12 +18,15 @@ DEFAULT_HISTORY_LIMIT = 64
 
 
 def model_response_fingerprint(response: ModelResponse) -> str:
-    """Fingerprint of what the model decided (ids excluded)."""
-    call = response.tool_call
-    if call is None:
+    """Fingerprint of what the model decided (ids excluded): its answer or every call."""
+    calls = response.tool_calls
+    if not calls:
         return canonical_fingerprint({"content": response.content, "tool_call": None})
-    # canonical_json({"content": None, "tool_call": {...}}), assembled from the call's.
-    text = f'{{"content":null,"tool_call":{call_json(call)[1]}}}'
+    if len(calls) == 1:
+        # canonical_json({"content": None, "tool_call": {...}}), assembled from the call's.
+        text = f'{{"content":null,"tool_call":{call_json(calls[0])[1]}}}'
+    else:  # canonical_json({"content": None, "tool_calls": [{...}, ...]})
+        text = f'{{"content":null,"tool_calls":[{",".join(call_json(c)[1] for c in calls)}]}}'
     return hashlib.sha256(text.encode()).hexdigest()
 
 

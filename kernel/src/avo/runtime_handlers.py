@@ -185,16 +185,30 @@ async def _record_response(
     dumped = rt.redactor.value(response_json(response))
     calls = response.tool_calls
     if calls:
-        payloads = ctx.call_payloads = {}
-        for call, redacted in zip(calls, dumped["tool_calls"], strict=True):
-            payloads[call.tool_call_id] = (
-                call,
+        entries = dumped["tool_calls"]
+        if len(calls) == 1:  # the common turn: one call
+            entry = entries[0]
+            ctx.call_payload = (
+                calls[0],
                 {
-                    "tool_call_id": redacted["tool_call_id"],
-                    "name": redacted["name"],
-                    "arguments": redacted["arguments"],
+                    "tool_call_id": entry["tool_call_id"],
+                    "name": entry["name"],
+                    "arguments": entry["arguments"],
                 },
             )
+        else:
+            ctx.call_payload = None
+            payloads = ctx.call_payloads
+            payloads.clear()  # the previous turn's calls are done
+            for call, entry in zip(calls, entries, strict=True):
+                payloads[call.tool_call_id] = (
+                    call,
+                    {
+                        "tool_call_id": entry["tool_call_id"],
+                        "name": entry["name"],
+                        "arguments": entry["arguments"],
+                    },
+                )
     append_with_run(
         rt,
         ctx,

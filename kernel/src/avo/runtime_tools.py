@@ -182,36 +182,10 @@ def _runs_alongside(rt: AgentRuntime, call: ToolCall) -> bool:
 async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Run the batch's open calls (barriers alone, in order), then close the batch and check."""
     todo = ctx.calls if not ctx.results else open_calls(ctx)
-    limit = ctx.policy.max_parallel_tool_calls
-    crashed: str | None = None
-    index = 0
-    while index < len(todo) and crashed is None:
-        if index:  # the results so far are durable before another call starts
-            await flush(rt, ctx)
-        call = todo[index]
-        end = index + 1
-        if limit > 1 and end < len(todo) and _runs_alongside(rt, call):
-            while end < len(todo) and _runs_alongside(rt, todo[end]):
-                end += 1
-        if end - index > 1:
-            crashed = await _run_concurrently(rt, ctx, todo[index:end], limit)
-        else:  # a barrier, or a call with no neighbour to run beside
-            append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
-            await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
-            started_at = utc_now()
-            started = time.perf_counter()
-            try:  # (what _invoke does, without a task: the common one-call turn)
-                result = await within(
-                    ctx.policy.tool_timeout_seconds,
-                    rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
-                )
-                tool_crashed = False
-            except Exception as exc:
-                result, tool_crashed = _failure(ctx, call, exc, started_at, started)
-            await record_tool_result(rt, ctx, result)
-            if tool_crashed:
-                crashed = result.error
-        index = end
+    if len(todo) == 1:  # the common turn: one call
+        crashed = await _run_alone(rt, ctx, todo[0])
+    else:
+        crashed = await _run_batch(rt, ctx, todo)
     if crashed is not None:
         await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
         return
@@ -239,6 +213,45 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
                 )
     await checkpoint(rt, ctx)
     await after_observation_checks(rt, ctx)
+
+
+async def _run_batch(rt: AgentRuntime, ctx: _RunContext, todo: list[ToolCall]) -> str | None:
+    """Run several calls: inspect-only neighbours together, every other call alone, in order."""
+    limit = ctx.policy.max_parallel_tool_calls
+    crashed: str | None = None
+    index = 0
+    while index < len(todo) and crashed is None:
+        if index:  # the results so far are durable before another call starts
+            await flush(rt, ctx)
+        end = index + 1
+        if limit > 1 and end < len(todo) and _runs_alongside(rt, todo[index]):
+            while end < len(todo) and _runs_alongside(rt, todo[end]):
+                end += 1
+        if end - index > 1:
+            crashed = await _run_concurrently(rt, ctx, todo[index:end], limit)
+        else:  # a barrier, or a call with no neighbour to run beside
+            crashed = await _run_alone(rt, ctx, todo[index])
+        index = end
+    return crashed
+
+
+async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str | None:
+    """Run one call: TOOL_STARTED durable first, then the tool, then its result recorded."""
+    append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
+    await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
+    started_at = utc_now()
+    started = time.perf_counter()
+    try:  # (what _invoke does, without a task)
+        result = await within(
+            ctx.policy.tool_timeout_seconds,
+            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+        )
+    except Exception as exc:
+        result, tool_crashed = _failure(ctx, call, exc, started_at, started)
+        await record_tool_result(rt, ctx, result)
+        return result.error if tool_crashed else None
+    await record_tool_result(rt, ctx, result)
+    return None
 
 
 async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[ToolResult, bool]:
@@ -332,6 +345,9 @@ def call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str
     TOOL_REQUESTED, TOOL_APPROVAL_REQUESTED, TOOL_APPROVED and TOOL_STARTED all
     carry them; a hook that rewrites the arguments makes a new call object.
     """
+    cached = ctx.call_payload
+    if cached is not None and cached[0] is call:
+        return cached[1]
     cached = ctx.call_payloads.get(call.tool_call_id)
     if cached is None or cached[0] is not call:
         payload = {

@@ -41,6 +41,12 @@ class _WireConformance(ProviderConformance):
     def nameless_tool_call_response(self) -> ScriptedResponse:
         return self.wire.tool_call("call_9", None, {}, TokenUsage())
 
+    def tool_calls_response(self, calls, usage) -> ScriptedResponse:
+        return self.wire.tool_calls(calls, usage)
+
+    def truncated_response(self, text, usage) -> ScriptedResponse:
+        return self.wire.truncated(text, usage)
+
     def truncated_stream_response(self) -> ScriptedResponse:
         return self.wire.truncated_stream()
 

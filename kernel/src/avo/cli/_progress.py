@@ -66,6 +66,12 @@ class ProgressPrinter:
             error = str(payload.get("error") or "failed")
             self.failures.append(f"model call: {error}")
             retry = "will retry" if payload.get("retryable") else "not retryable"
+            if "retry_in_seconds" in payload:  # the run loop's own retries (with a wait)
+                wait = payload.get("retry_in_seconds")
+                if isinstance(wait, int | float):
+                    retry = f"retrying in {wait:g}s"
+                elif payload.get("retryable"):
+                    retry = "no more retries"
             return f"  ! model call failed ({retry}): {error}"
         if kind is EventType.POLICY_TRIGGERED:
             return f"  ■ {payload.get('message') or payload.get('stop_reason')}"
@@ -73,8 +79,11 @@ class ProgressPrinter:
             return f"  ↪ provider failover: {_arguments(payload, 160)}"
         if kind is EventType.MODEL_RESPONDED and self.verbosity >= 2:
             response = payload.get("response") or {}
-            call = response.get("tool_call") if isinstance(response, dict) else None
-            what = f"tool call {call.get('name')}" if isinstance(call, dict) else "answer"
+            calls = response.get("tool_calls") if isinstance(response, dict) else None
+            if not calls and isinstance(response, dict) and response.get("tool_call"):
+                calls = [response["tool_call"]]  # a log written before parallel calls
+            names = [c.get("name") for c in calls or () if isinstance(c, dict)]
+            what = f"tool call {', '.join(map(str, names))}" if names else "answer"
             return f"  · step {payload.get('step')}: model chose {what}"
         if kind is EventType.CHECKPOINT_CREATED and self.verbosity >= 3:
             return f"  · checkpoint at {payload.get('state')}"

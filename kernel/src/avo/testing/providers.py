@@ -19,7 +19,9 @@ vendor spells a text answer, a tool call, their streamed forms and an error::
         def text_response(self, text): return ScriptedResponse.json({...})
         ...
 
-The suite checks: text and tool-call decisions, usage, stream assembles to
+The suite checks: text and tool-call decisions, usage, finish reasons (stop,
+tool_calls, and length when the subclass scripts a truncated answer), every
+call of a several-calls turn (when scripted), stream assembles to
 what ``generate`` returns, HTTP status -> ``ProviderError.retryable``,
 connection failures retryable, malformed answers (invalid JSON, wrong content
 type, a tool call without a name, a truncated stream) -> non-retryable
@@ -281,6 +283,8 @@ class ProviderConformance:
     """False when the vendor sends no tool-call ids (the adapter invents them)."""
     retryable_statuses: ClassVar[tuple[int, ...]] = (429, 500, 502, 503)
     final_statuses: ClassVar[tuple[int, ...]] = (400, 401, 403, 404, 422)
+    reports_finish_reason: ClassVar[bool] = True
+    """False when the adapter cannot tell why the vendor stopped (finish_reason stays None)."""
 
     # -- what a subclass provides -------------------------------------
     def make_provider(self, base_url: str, api_key: str) -> Any:
@@ -313,6 +317,16 @@ class ProviderConformance:
 
     def nameless_tool_call_response(self) -> ScriptedResponse:
         """A tool call whose name is missing."""
+        raise NotImplementedError
+
+    def tool_calls_response(
+        self, calls: list[tuple[str, str, dict[str, Any]]], usage: TokenUsage
+    ) -> ScriptedResponse:
+        """Optional: several tool calls in one turn, ``(call id, name, arguments)`` each."""
+        raise NotImplementedError
+
+    def truncated_response(self, text: str, usage: TokenUsage) -> ScriptedResponse:
+        """Optional: an answer cut off at the output-token limit."""
         raise NotImplementedError
 
     def truncated_stream_response(self) -> ScriptedResponse:
@@ -396,12 +410,50 @@ class ProviderConformance:
                 if self.stable_tool_call_ids:
                     assert assembled.tool_call.tool_call_id == generated.tool_call.tool_call_id
 
+    async def test_finish_reasons(self, server: ScriptedHTTPServer) -> None:
+        from avo.models import FinishReason
+
+        if not self.reports_finish_reason:
+            pytest.skip("the adapter reports no finish reason")
+        usage = TokenUsage(input_tokens=3, output_tokens=2)
+        server.push(
+            self.text_response("Sunny.", usage),
+            self.tool_call_response("call_1", "get_weather", {"city": "Paris"}, usage),
+        )
+        assert (await self._call(server)).finish_reason is FinishReason.STOP
+        assert (await self._call(server)).finish_reason is FinishReason.TOOL_CALLS
+        try:
+            truncated = self.truncated_response("Sunny and", usage)
+        except NotImplementedError:
+            return
+        server.push(truncated)
+        response = await self._call(server)
+        assert (response.content, response.finish_reason) == ("Sunny and", FinishReason.LENGTH)
+
+    async def test_every_tool_call_of_a_turn(self, server: ScriptedHTTPServer) -> None:
+        calls = [
+            ("call_1", "get_weather", {"city": "Paris"}),
+            ("call_2", "get_weather", {"city": "Oslo"}),
+            ("call_3", "get_weather", {"city": "Lima"}),
+        ]
+        usage = TokenUsage(input_tokens=4, output_tokens=9)
+        try:
+            server.push(self.tool_calls_response(calls, usage))
+        except NotImplementedError:
+            pytest.skip("no several-calls response scripted for this vendor")
+        response = await self._call(server)
+        got = [(c.name, c.arguments) for c in response.tool_calls]
+        assert got == [(name, arguments) for _, name, arguments in calls]
+        if self.stable_tool_call_ids:
+            assert [c.tool_call_id for c in response.tool_calls] == [c[0] for c in calls]
+
     async def test_http_errors_map_to_retryable(self, server: ScriptedHTTPServer) -> None:
         for status in (*self.retryable_statuses, *self.final_statuses):
             server.push(self.error_response(status, f"failure {status} for {SECRET_KEY}"))
             error = await self._expect_error(server)
             assert error.retryable is (status in self.retryable_statuses), status
             assert str(status) in str(error)
+            assert error.status_code in (None, status)  # the runtime reports it when set
 
     async def test_stream_http_error(self, server: ScriptedHTTPServer) -> None:
         if not self.supports_stream:
