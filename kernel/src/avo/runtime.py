@@ -15,12 +15,9 @@ from pydantic import JsonValue
 
 from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
-from avo._run_setup import RunScope, session_of
 from avo._steering import SteeringQueue
 from avo._transcript import close_batch, tool_calls_message, trim_batch
-from avo.bundles import check_bundle
 from avo.circuit_breaker import CircuitBreaker
-from avo.context_window import ContextWindow, resolve_context_window
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
     CheckpointNotFoundError,
@@ -59,13 +56,13 @@ from avo.runtime_persistence import (
     transition,
 )
 from avo.runtime_tools import always_approve
-from avo.shaping import bind_shaper, ordered
 from avo.state import RunState, StopReason, is_terminal
 from avo.storage.base import EventStore
 from avo.storage.memory import InMemoryEventStore
 from avo.tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
+    from avo.context_window import ContextWindow
     from avo.tracing import RunTrace
 
 Clock = Callable[[], datetime]
@@ -149,20 +146,34 @@ class AgentRuntime:
         self._environ: Mapping[str, str] = environ if environ is not None else os.environ
         # The request seam (avo.shaping): shapers for every run, bundles set up per run
         # (avo.bundles), the model's context window, where bundles find workspace files.
-        self._shapers = ordered(bind_shaper(shaper) for shaper in shapers)
-        self._bundles = [check_bundle(bundle) for bundle in bundles]
-        self._context_window = (
-            ContextWindow(context_window, "config", self._provider_model)
-            if isinstance(context_window, int)
-            else context_window
-        )
+        # (imported only when used: a plain runtime never loads the seam's modules)
+        self._shapers: list[Any] = []
+        self._bundles: list[Any] = []
+        self._context_window: ContextWindow | None = None
+        if shapers or bundles or context_window is not None:
+            self._configure_seam(shapers, bundles, context_window)
         self.workspace = workspace
         self._steering = SteeringQueue()
+
+    def _configure_seam(
+        self, shapers: Iterable[Any], bundles: Iterable[Any], window: int | ContextWindow | None
+    ) -> None:
+        from avo.bundles import check_bundle
+        from avo.context_window import ContextWindow
+        from avo.shaping import bind_shaper, ordered
+
+        self._shapers = ordered(bind_shaper(shaper) for shaper in shapers)
+        self._bundles = [check_bundle(bundle) for bundle in bundles]
+        if isinstance(window, int):
+            window = ContextWindow(window, "config", self._provider_model)
+        self._context_window = window
 
     @property
     def context_window(self) -> ContextWindow:
         """The model's context window: as given, else resolved (see avo.context_window)."""
         if self._context_window is None:
+            from avo.context_window import resolve_context_window
+
             self._context_window = resolve_context_window(
                 model=self._provider_model, provider=self.provider, environ=self._environ
             )
@@ -193,6 +204,8 @@ class AgentRuntime:
         matching it; the parsed object is ``RunResult.parsed``.
         """
         schema = output_json_schema(output_schema) if output_schema is not None else None
+        from avo._run_setup import RunScope
+
         async with self._lock, RunScope(self) as scope:
             run_id = run_id or new_id()
             setup = await scope.prepare(run_id, task, session_id, resumed=False)
@@ -294,6 +307,8 @@ class AgentRuntime:
 
     async def _resume(self, run_id: str, output_schema: type[Any] | None) -> RunResult:
         schema = output_json_schema(output_schema) if output_schema is not None else None
+        from avo._run_setup import RunScope, session_of
+
         async with RunScope(self) as scope:
             run = await self.event_store.get_run(run_id)
             if run is None:

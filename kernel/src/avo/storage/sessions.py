@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import JsonValue
 
 from avo.exceptions import SessionError
 from avo.models import utc_now
-from avo.sessions import SessionRecord, check_session_id
+
+if TYPE_CHECKING:  # imported when a session is first used: the store's import stays light
+    from avo.sessions import SessionRecord
 
 
 class InMemorySessions:
@@ -28,6 +32,8 @@ class InMemorySessions:
 
     async def create_session(self, session_id: str, *, title: str = "") -> SessionRecord:
         """Create an empty session (SessionError if the id exists)."""
+        from avo.sessions import SessionRecord, check_session_id
+
         check_session_id(session_id)
         table = self._session_table()
         if session_id in table:
