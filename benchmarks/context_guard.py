@@ -65,7 +65,15 @@ def _runtime(steps: int, guarded: bool, marks: list[float]) -> AgentRuntime:
         extra = {"bundles": [CompactionBundle()], "context_window": 100_000_000}
     return AgentRuntime(
         provider=FakeProvider([*script, ModelResponse(content="done")], record_requests=False),
-        tools=[FunctionTool(name="echo", description="Echo.", arguments_model=Args, function=tool)],
+        tools=[
+            FunctionTool(
+                name="echo",
+                description="Echo.",
+                arguments_model=Args,
+                function=tool,
+                run_in_thread=False,  # the kernel's step, not a thread hand-off, is measured
+            )
+        ],
         event_store=InMemoryEventStore(),
         policy=LoopPolicy(
             max_steps=steps + 5,
