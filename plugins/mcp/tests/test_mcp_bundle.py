@@ -45,7 +45,7 @@ async def test_a_run_uses_a_tool_from_a_server_named_only_in_avo_toml(
     (tmp_path / "notes.txt").write_text("the launch code is 0000\n", encoding="utf-8")
     config = tmp_path / "avo.toml"
     config.write_text(
-        CONFIG.format(db=tmp_path / "runs.db", command=json.dumps(filesystem_server(tmp_path)))
+        CONFIG.format(db="memory://", command=json.dumps(filesystem_server(tmp_path)))
     )
     env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
     composition = compose(

@@ -105,7 +105,7 @@ async def test_avo_init_writes_an_avo_toml_that_enables_them(tmp_path: Path) -> 
         environ=env,
         manager=PluginManager(environ=env),
         workspace=tmp_path,
-        database=str(tmp_path / "x.db"),
+        database="memory://",
     )
     try:
         names = [type(b).__name__ for b in composition.runtime._bundles]
