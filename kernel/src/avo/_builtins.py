@@ -19,7 +19,12 @@ def _make_fake_provider(settings: Mapping[str, Any], *, environ: Any = None) -> 
     from avo.providers.fake import FakeProvider
 
     parsed = FakeProviderSettings.model_validate(dict(settings))
-    return FakeProvider(parsed.script, repeat_last=parsed.repeat_last)
+    return FakeProvider(
+        parsed.script,
+        repeat_last=parsed.repeat_last,
+        chunk_chars=parsed.chunk_chars,
+        chunk_delay=parsed.chunk_delay_ms / 1000,
+    )
 
 
 def _make_memory_store(location: str = "", settings: Mapping[str, Any] | None = None) -> Any:

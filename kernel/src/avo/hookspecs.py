@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ProviderSpec,
         SandboxSpec,
         ShaperSpec,
+        SlashCommandSpec,
         StoreSpec,
         ToolSpec,
     )
@@ -153,6 +154,19 @@ def avo_register_bundles(register: Callable[[BundleSpec], None]) -> None:
     """
 
 
+@hookspec
+def avo_register_slash_commands(register: Callable[[SlashCommandSpec], None]) -> None:
+    """Register chat slash commands (``/cost``, ``/undo``, a third party's ``/jira``).
+
+    :param register: call once per command with a :class:`~avo.plugins.SlashCommandSpec`;
+        its ``run(chat, argument)`` is called with the front end's chat context
+        and the text after the command name.
+
+    Dispatch: all implementations are called; fires when a chat front end
+    (``avo chat``) loads its commands.
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 
@@ -234,6 +248,7 @@ __all__ = [
     "avo_register_providers",
     "avo_register_sandboxes",
     "avo_register_shapers",
+    "avo_register_slash_commands",
     "avo_register_stores",
     "avo_register_tools",
     "avo_run_finished",

@@ -148,6 +148,29 @@ def _apply_globals(args: argparse.Namespace, env: Mapping[str, str], manager: An
     args.avo_plugins = manager
 
 
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _interactive_default(specs: Mapping[str, Any], manager: Any) -> str | None:
+    """The command a bare ``avo`` runs on a terminal (``CommandSpec.interactive_default``)."""
+    if not _on_a_terminal():
+        return None
+    wanted = sorted(name for name, spec in specs.items() if spec.interactive_default)
+    if len(wanted) == 1:
+        return wanted[0]
+    if wanted:
+        named = ", ".join(
+            f"{name} ({getattr(manager.registration('command', name), 'package', None) or '?'})"
+            for name in wanted
+        )
+        say(f"several commands start on a bare avo ({named}); run one of them by name")
+    return None
+
+
 def _dispatch(argv: Sequence[str], env: Mapping[str, str]) -> int:
     from avo.plugins.manager import PluginManager
 
@@ -170,8 +193,11 @@ def _dispatch(argv: Sequence[str], env: Mapping[str, str]) -> int:
         print(f"avo {_version()}")
         return 0
     if args.command is None:
-        parser.print_help()
-        return 2
+        default = _interactive_default(specs, manager)
+        if default is None:
+            parser.print_help()
+            return 2
+        return _dispatch([*argv, default], env)
     _apply_globals(args, env, manager)
     from avo.cli._logging import setup
 

@@ -22,10 +22,12 @@ from avo.plugins.specs import (
     ProviderSpec,
     SandboxSpec,
     ShaperSpec,
+    SlashCommandSpec,
     Spec,
     StoreSpec,
     ToolSpec,
     lazy_command,
+    lazy_slash_command,
     provides,
 )
 
@@ -39,6 +41,7 @@ SANDBOX_GROUP = "avo.sandboxes"
 COMMAND_GROUP = "avo.commands"
 SHAPER_GROUP = "avo.shapers"
 BUNDLE_GROUP = "avo.bundles"
+SLASH_COMMAND_GROUP = "avo.slash_commands"
 
 GROUP_OF_KIND: dict[str, str] = {
     "provider": PROVIDER_GROUP,
@@ -51,6 +54,7 @@ GROUP_OF_KIND: dict[str, str] = {
     "command": COMMAND_GROUP,
     "shaper": SHAPER_GROUP,
     "bundle": BUNDLE_GROUP,
+    "slash_command": SLASH_COMMAND_GROUP,
 }
 ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
 
@@ -85,6 +89,7 @@ __all__ = [
     "PROVIDER_GROUP",
     "SANDBOX_GROUP",
     "SHAPER_GROUP",
+    "SLASH_COMMAND_GROUP",
     "STORE_GROUP",
     "TOOL_GROUP",
     "BundleSpec",
@@ -99,6 +104,7 @@ __all__ = [
     "ProviderSpec",
     "SandboxSpec",
     "ShaperSpec",
+    "SlashCommandSpec",
     "Spec",
     "StoreSpec",
     "ToolSpec",
@@ -106,5 +112,6 @@ __all__ = [
     "discover_all",
     "names",
     "lazy_command",
+    "lazy_slash_command",
     "provides",
 ]

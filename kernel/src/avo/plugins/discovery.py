@@ -36,6 +36,7 @@ _GROUPS = {
     "avo.commands": "command",
     "avo.shapers": "shaper",
     "avo.bundles": "bundle",
+    "avo.slash_commands": "slash_command",
 }
 
 

@@ -60,6 +60,8 @@ RESERVED_KINDS: frozenset[str] = frozenset({"command"})
 the user; it is ignored and reported (:attr:`PluginManager.shadowed`)."""
 
 KINDS: tuple[str, ...] = tuple(HOOK_OF_KIND)
+_FRONT_END_KINDS: frozenset[str] = frozenset({"command", "slash_command"})
+"""Kinds a front end uses, not a run: left out of the plugin set a run records."""
 _FALSE = {"0", "false", "no", "off"}
 
 
@@ -480,11 +482,11 @@ class PluginManager:
         return relay.call(hook_name, kwargs)[1]
 
     def plugin_set(self) -> list[dict[str, Any]]:
-        """The loaded plugins a run is composed from (commands excluded), sorted."""
+        """The loaded plugins a run is composed from (front-end commands excluded), sorted."""
         return [
             reg.as_dict()
             for key, reg in sorted(self._registrations.items())
-            if reg.kind != "command"
+            if reg.kind not in _FRONT_END_KINDS
         ]
 
     def check_plugin_set(self, recorded: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -157,12 +157,17 @@ class CommandSpec:
 
     ``configure(parser)`` adds arguments to its argparse subparser;
     ``run(args) -> int`` executes it and returns the exit code.
+    ``interactive_default``: a bare ``avo`` (no command) on a terminal runs
+    this command with no arguments (``avo-chat`` sets it for ``avo chat``);
+    when several installed commands ask for it, bare ``avo`` names them and
+    prints the help instead.
     """
 
     name: str
     configure: Callable[[Any], None]
     run: Callable[[Any], int]
     help: str = ""
+    interactive_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,27 @@ class BundleSpec:
     settings_model: type[BaseModel] | None = None
 
 
+@dataclass(frozen=True)
+class SlashCommandSpec:
+    """A chat slash command: ``/name argument`` typed in ``avo chat``.
+
+    ``run(chat, argument)`` (plain or async) does the work: ``chat`` is the
+    front end's context (see docs/chat.md: print, the session, the store,
+    the runtime, attach output to the next turn), ``argument`` the text after
+    the name, stripped. ``usage`` shows the arguments (``[N]``, ``PATTERN``),
+    ``aliases`` are other names typed for it (the registered names of other
+    commands win), ``while_busy`` lets it run while a turn is working (a
+    read-only command such as ``/cost``).
+    """
+
+    name: str
+    run: Callable[[Any, str], Any]
+    help: str = ""
+    usage: str = ""
+    aliases: tuple[str, ...] = ()
+    while_busy: bool = False
+
+
 def lazy_command(
     name: str,
     module: str,
@@ -204,6 +230,7 @@ def lazy_command(
     help: str = "",
     configure: str = "configure",
     run: str = "run",
+    interactive_default: bool = False,
 ) -> CommandSpec:
     """A :class:`CommandSpec` whose functions live in ``module``, imported only when used.
 
@@ -217,7 +244,33 @@ def lazy_command(
     def _run(args: Any) -> int:
         return int(getattr(importlib.import_module(module), run)(args))
 
-    return CommandSpec(name=name, configure=_configure, run=_run, help=help)
+    return CommandSpec(
+        name=name,
+        configure=_configure,
+        run=_run,
+        help=help,
+        interactive_default=interactive_default,
+    )
+
+
+def lazy_slash_command(
+    name: str,
+    module: str,
+    function: str,
+    *,
+    help: str = "",
+    usage: str = "",
+    aliases: tuple[str, ...] = (),
+    while_busy: bool = False,
+) -> SlashCommandSpec:
+    """A :class:`SlashCommandSpec` whose ``run`` is ``module.function``, imported on first use."""
+
+    def _run(chat: Any, argument: str) -> Any:
+        return getattr(importlib.import_module(module), function)(chat, argument)
+
+    return SlashCommandSpec(
+        name=name, run=_run, help=help, usage=usage, aliases=aliases, while_busy=while_busy
+    )
 
 
 Spec = (
@@ -231,6 +284,7 @@ Spec = (
     | CommandSpec
     | ShaperSpec
     | BundleSpec
+    | SlashCommandSpec
 )
 
 KIND_OF_SPEC: dict[type, str] = {
@@ -244,6 +298,7 @@ KIND_OF_SPEC: dict[type, str] = {
     CommandSpec: "command",
     ShaperSpec: "shaper",
     BundleSpec: "bundle",
+    SlashCommandSpec: "slash_command",
 }
 
 HOOK_OF_KIND: dict[str, str] = {
@@ -257,6 +312,7 @@ HOOK_OF_KIND: dict[str, str] = {
     "command": "avo_register_commands",
     "shaper": "avo_register_shapers",
     "bundle": "avo_register_bundles",
+    "slash_command": "avo_register_slash_commands",
 }
 
 
@@ -307,9 +363,11 @@ __all__ = [
     "ProviderSpec",
     "SandboxSpec",
     "ShaperSpec",
+    "SlashCommandSpec",
     "Spec",
     "StoreSpec",
     "ToolSpec",
     "lazy_command",
+    "lazy_slash_command",
     "provides",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,15 @@ class FakeProvider:
         *,
         repeat_last: bool = False,
         record_requests: bool = True,
+        chunk_chars: int = 0,
+        chunk_delay: float = 0.0,
     ) -> None:
+        if chunk_chars < 0 or chunk_delay < 0:
+            raise ValueError(
+                f"chunk_chars ({chunk_chars}) and chunk_delay ({chunk_delay}) must not be negative"
+            )
+        self.chunk_chars = chunk_chars
+        self.chunk_delay = chunk_delay
         self._script: list[ScriptItem] = list(responses)
         self.record_requests = record_requests
         self.repeat_last = repeat_last
@@ -100,11 +109,21 @@ class FakeProvider:
         return replaced(response, **update)  # values already valid
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelChunk]:
-        """Stream the next scripted response as chunks."""
+        """Stream the next scripted response as chunks.
+
+        With ``chunk_chars`` the text arrives in pieces of that many characters,
+        ``chunk_delay`` seconds apart (a model typing, for front ends and demos);
+        they assemble to the same response.
+        """
         from avo.providers.streaming import response_to_chunks
 
         response = await self.generate(request)
-        for chunk in response_to_chunks(response):
+        chunks = response_to_chunks(response)
+        if self.chunk_chars:
+            chunks = _paced(chunks, self.chunk_chars)
+        for index, chunk in enumerate(chunks):
+            if index and self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
             yield chunk
 
     def reset(self) -> None:
@@ -153,6 +172,24 @@ class FakeProvider:
         )
         provider.restore_state(dict(state))
         return provider
+
+
+def _paced(chunks: list[ModelChunk], size: int) -> list[ModelChunk]:
+    """``chunks`` with each text split into pieces of ``size`` characters (same assembly)."""
+    from dataclasses import replace
+
+    paced: list[ModelChunk] = []
+    for chunk in chunks:
+        text = chunk.text
+        if len(text) <= size:
+            paced.append(chunk)
+            continue
+        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        paced.extend(
+            replace(chunk, text=piece, finish_reason=None, usage=None) for piece in pieces[:-1]
+        )
+        paced.append(replace(chunk, text=pieces[-1]))
+    return paced
 
 
 __all__ = ["FakeProvider", "ScriptItem"]
