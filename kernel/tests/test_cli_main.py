@@ -102,9 +102,9 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_autoload_off_keeps_avo_plugin_working(capsys: pytest.CaptureFixture[str]) -> None:
     env = {"AVO_PLUGINS_AUTOLOAD": "0"}
     assert main(["plugin", "list", "--json"], environ=env) == 0
-    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert rows["plugin"]["status"] == "ok"
-    assert rows["fake"]["status"] == "disabled"
+    rows = {(row["kind"], row["name"]): row for row in json.loads(capsys.readouterr().out)}
+    assert rows["command", "plugin"]["status"] == "ok"
+    assert rows["provider", "fake"]["status"] == "disabled"
     assert main(["run", "hi"], environ=env) == 2
     assert "autoloading is disabled" in capsys.readouterr().err
 

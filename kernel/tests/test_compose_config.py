@@ -130,7 +130,8 @@ def test_pyproject_tool_avo_table(tmp_path: Path) -> None:
         ('[provider]\nname = "nope"\n', r"provider.name: unknown provider 'nope'; available: fake"),
         (
             '[provider]\nname = "fake"\n[provider.settings]\nscrpt = []\n',
-            r"unknown key 'provider.settings.scrpt'.*accepts: repeat_last, script",
+            r"unknown key 'provider.settings.scrpt'.*accepts: chunk_chars, chunk_delay_ms, "
+            "repeat_last, script",
         ),
         (
             '[provider]\nname = "fake"\n[policy]\nmax_steps = 0\n',

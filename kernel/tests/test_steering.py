@@ -104,3 +104,31 @@ async def test_the_trace_shows_the_message(call: Any, answer: Any, echo_tool: An
     trace = await runtime.inspect("r3")
     (entry,) = [e for e in trace.entries if e.event_type is EventType.RUN_STEERED]
     assert entry.summary == "steered (web): hurry up"
+
+
+async def test_a_message_for_a_run_about_to_resume_reaches_its_first_call(
+    call: Any, answer: Any, echo_tool: Any
+) -> None:
+    provider = Paced([call("echo", text="a"), answer("resumed")])
+    store = InMemoryEventStore()
+    runtime = AgentRuntime(provider=provider, tools=[echo_tool], event_store=store)
+    task = asyncio.create_task(runtime.run("task", run_id="r5"))
+    await provider.waiting.wait()
+    assert runtime.interrupt("the user pressed Ctrl-C")
+    assert (await task).status.value == "paused"
+    with pytest.raises(SteeringError, match="is not working in this process"):
+        steer("r5", "use the tests too", runtime=runtime)
+    ticket = steer("r5", "use the tests too", runtime=runtime, source="chat", on_resume=True)
+    provider.go.set()
+    result = await runtime.resume("r5")
+    assert result.output == "resumed" and ticket.delivered
+    assert provider.requests[0].messages[-1]["content"] == "use the tests too"
+    events = await store.get_events("r5")
+    assert [e.payload["source"] for e in events if e.event_type is EventType.RUN_STEERED] == [
+        "chat"
+    ]
+
+
+def test_steering_on_resume_needs_the_runtime() -> None:
+    with pytest.raises(SteeringError, match="needs the runtime that will resume it"):
+        steer("r4", "hello", on_resume=True)

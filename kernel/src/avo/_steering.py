@@ -91,11 +91,16 @@ class SteeringQueue:
 
     # -- the front end's side -------------------------------------------------
 
-    def post(self, run_id: str, text: str, *, source: str) -> SteerMessage:
-        """Queue ``text`` for ``run_id`` (SteeringError if it is not driven by this queue)."""
+    def post(self, run_id: str, text: str, *, source: str, on_resume: bool = False) -> SteerMessage:
+        """Queue ``text`` for ``run_id`` (SteeringError if it is not driven by this queue).
+
+        ``on_resume``: the run is not driven yet; this queue's runtime is about to
+        resume it (refused only when another runtime drives it now).
+        """
         item = _message(run_id, text, source)
         with _lock:
-            if _active.get(run_id) is not self:
+            driver = _active.get(run_id)
+            if driver is not self and not (on_resume and driver is None):
                 raise SteeringError(_not_running(run_id), run_id=run_id)
             self.queued.setdefault(run_id, []).append(item)
         return item

@@ -85,6 +85,24 @@ class SessionStore(Protocol):
         ...
 
 
+@runtime_checkable
+class RewindableSessionStore(SessionStore, Protocol):
+    """A session store that can also take turns back (``/undo``; see :mod:`avo.ops.sessions`).
+
+    ``rewind_session(session_id, run_id, messages)``: the session now ends at
+    ``run_id`` (one of its runs; None: before its first) and its next run
+    starts from ``messages``. The runs after it leave the session but stay in
+    the store with their events. SessionError for an unknown session or a run
+    not in it. Optional: a store without it keeps sessions but cannot rewind.
+    """
+
+    async def rewind_session(
+        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        """End the session at ``run_id``; the next run starts from ``messages``."""
+        ...
+
+
 def check_session_id(session_id: str) -> str:
     """Return ``session_id`` or raise SessionError describing a valid one."""
     if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
@@ -126,6 +144,7 @@ def require_session_store(store: Any) -> SessionStore:
 
 __all__ = [
     "SESSION_ID",
+    "RewindableSessionStore",
     "SessionRecord",
     "SessionStore",
     "check_session_id",

@@ -13,6 +13,8 @@ calls it, so front ends never disagree about a run:
 - :func:`holding_lease` — drive a run while holding its lease;
 - :func:`steer` — post a message to a run while it works; it joins the
   transcript before the run's next model call (a ``run_steered`` event);
+- :func:`fork_session`, :func:`rewind_session` — branch a session at a turn,
+  take its last turns back (runs and events stay in the store);
 - :func:`approve`, :func:`deny`, :func:`answer` — answer a run paused for a
   person (a ``human_input_received`` event); :func:`pending_requests` lists
   what paused runs wait for (see :mod:`avo.ops.approval`).
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from avo.ops.leases import current_holder, holding_lease, owner_name
     from avo.ops.replay import ReplayReport, replay
     from avo.ops.resume import resume
+    from avo.ops.sessions import fork_session, rewind_session
     from avo.ops.status import RunStatus, run_status
     from avo.ops.steer import SteerMessage, steer
 
@@ -48,6 +51,8 @@ _LAZY = {
     "ReplayReport": "avo.ops.replay",
     "replay": "avo.ops.replay",
     "resume": "avo.ops.resume",
+    "fork_session": "avo.ops.sessions",
+    "rewind_session": "avo.ops.sessions",
     "RunStatus": "avo.ops.status",
     "run_status": "avo.ops.status",
     "SteerMessage": "avo.ops.steer",
@@ -66,11 +71,13 @@ __all__ = [
     "cancel",
     "current_holder",
     "deny",
+    "fork_session",
     "holding_lease",
     "owner_name",
     "pending_requests",
     "replay",
     "resume",
+    "rewind_session",
     "run_status",
     "steer",
 ]

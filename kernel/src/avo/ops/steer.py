@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from avo._steering import SteerMessage, post
+from avo.exceptions import SteeringError
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -33,17 +34,29 @@ def steer(
     *,
     runtime: AgentRuntime | None = None,
     source: str = "api",
+    on_resume: bool = False,
 ) -> SteerMessage:
     """Queue ``message`` for the working run ``run_id``; returns its ticket.
 
     :param runtime: the runtime driving the run (default: whichever runtime in
         this process is driving it).
     :param source: who sent it (``"chat"``, ``"web"``, ...), recorded in the event.
+    :param on_resume: ``runtime`` is about to resume the stopped run ``run_id``
+        (e.g. from ``avo.ops.resume``'s ``on_composed``): the message is
+        delivered before the resumed run's first model call. Refused when
+        another runtime drives the run now; if the resume never starts, the
+        message is never delivered (``runtime`` must be given).
     :raises SteeringError: the run is not working in this process, or the
         message is empty or too long.
     """
     if runtime is not None:
-        return runtime._steering.post(run_id, message, source=source)
+        return runtime._steering.post(run_id, message, source=source, on_resume=on_resume)
+    if on_resume:
+        raise SteeringError(
+            f"steering run {run_id!r} on resume needs the runtime that will resume it "
+            "(steer(..., runtime=runtime, on_resume=True))",
+            run_id=run_id,
+        )
     return post(run_id, message, source=source)
 
 

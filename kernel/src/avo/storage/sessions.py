@@ -75,5 +75,21 @@ class InMemorySessions:
         record.updated_at = utc_now()
         return record.model_copy(deep=True)
 
+    async def rewind_session(
+        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        """End the session at ``run_id`` (None: before its first); next run from ``messages``."""
+        record = self._existing(session_id)
+        if run_id is not None and run_id not in record.run_ids:
+            raise SessionError(
+                f"run {run_id!r} is not part of session {session_id!r}", session_id=session_id
+            )
+        keep = record.run_ids.index(run_id) + 1 if run_id is not None else 0
+        record.run_ids = record.run_ids[:keep]
+        record.transcript = [dict(m) for m in messages] if run_id is not None else []
+        record.transcript_run_id = run_id
+        record.updated_at = utc_now()
+        return record.model_copy(deep=True)
+
 
 __all__ = ["InMemorySessions"]

@@ -17,7 +17,7 @@ from pydantic import JsonValue
 
 from avo.exceptions import SessionError
 from avo.models import new_id
-from avo.sessions import SessionRecord, SessionStore
+from avo.sessions import RewindableSessionStore, SessionRecord, SessionStore
 from avo.storage.base import EventStore
 from avo.testing.store_values import checkpoint, checkpointed, start_run
 
@@ -144,6 +144,31 @@ class SessionConformance:
             await other.close()
         assert found is not None
         assert (found.title, found.run_ids, found.transcript) == ("kept", [run_id], TRANSCRIPT)
+
+    async def test_a_session_rewinds_to_an_earlier_run(self, store: EventStore) -> None:
+        sessions = _sessions(store)
+        if not isinstance(sessions, RewindableSessionStore):
+            pytest.skip(f"{type(store).__name__} cannot rewind sessions (optional capability)")
+        sid = f"s-{new_id()}"
+        await sessions.create_session(sid, title="t")
+        runs = [new_id() for _ in range(3)]
+        for run_id in runs:
+            await sessions.add_session_run(sid, run_id)
+        await sessions.save_session_transcript(sid, runs[2], TRANSCRIPT)
+        earlier: list[dict[str, JsonValue]] = [{"role": "user", "content": "first ☂"}]
+        rewound = await sessions.rewind_session(sid, runs[0], earlier)
+        assert (rewound.run_ids, rewound.transcript_run_id) == ([runs[0]], runs[0])
+        await self.settle(store)
+        fetched = await sessions.get_session(sid)
+        assert fetched is not None
+        assert (fetched.run_ids, fetched.transcript, fetched.title) == ([runs[0]], earlier, "t")
+        await sessions.add_session_run(sid, runs[2])  # a dropped run may join again
+        emptied = await sessions.rewind_session(sid, None, [])
+        assert (emptied.run_ids, emptied.transcript, emptied.transcript_run_id) == ([], [], None)
+        with pytest.raises(SessionError, match="is not part of session"):
+            await sessions.rewind_session(sid, runs[1], [])
+        with pytest.raises(SessionError, match="no session"):
+            await sessions.rewind_session("missing-session", None, [])
 
 
 __all__ = ["TRANSCRIPT", "SessionConformance"]
