@@ -191,8 +191,8 @@ def test_provider_and_model_overrides_compare_models_on_one_suite(
     assert wrong.returncode == 2
     assert "provider.settings: unknown key 'model.model'" not in wrong.stderr
     assert (
-        "unknown key 'provider.settings.model'; provider.settings accepts: chunk_chars, chunk_delay_ms, repeat_last, script"
-        in (wrong.stderr)
+        "unknown key 'provider.settings.model'; provider.settings accepts: chunk_chars, "
+        "chunk_delay_ms, repeat_last, script" in (wrong.stderr)
     )
 
 
