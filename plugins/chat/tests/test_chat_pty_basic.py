@@ -32,7 +32,7 @@ input_per_1k = 0.003
 output_per_1k = 0.015
 
 [store]
-location = "memory:"
+location = "chat.db"
 
 [permission]
 mode = "bypass_permissions"

@@ -39,7 +39,7 @@ content = "- notes.md holds version one"
 content = "on the branch"
 
 [store]
-location = "memory:"
+location = "chat.db"
 
 [permission]
 mode = "bypass_permissions"

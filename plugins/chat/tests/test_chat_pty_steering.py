@@ -18,7 +18,7 @@ script = [
 ]
 
 [store]
-location = "memory:"
+location = "chat.db"
 
 [permission]
 mode = "bypass_permissions"

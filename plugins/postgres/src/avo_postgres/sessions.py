@@ -185,5 +185,45 @@ class PostgresSessions:
             )
             return await self._record(conn, row)
 
+    async def rewind_session(
+        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        """End the session at ``run_id`` (None: before its first run); next run from ``messages``.
+
+        The runs after it leave the session; their runs and events stay in the store.
+        """
+        await self._ensure_sessions()
+        text = json.dumps(
+            messages if run_id is not None else [], ensure_ascii=True, separators=(",", ":")
+        )
+        async with self._transaction(f"rewinding session {session_id}") as conn:
+            row = await self._locked(conn, session_id)
+            key = row["session_key"]
+            keep = 0
+            if run_id is not None:
+                position = await conn.fetchval(
+                    "SELECT position FROM avo_session_runs WHERE session_key = $1 AND run_id = $2",
+                    key,
+                    run_id,
+                )
+                if position is None:
+                    raise SessionError(
+                        f"run {run_id!r} is not part of session {session_id!r}",
+                        session_id=session_id,
+                    )
+                keep = int(position)
+            await conn.execute(
+                "DELETE FROM avo_session_runs WHERE session_key = $1 AND position > $2", key, keep
+            )
+            row = await conn.fetchrow(
+                "UPDATE avo_sessions SET transcript = $2, transcript_run_id = $3, updated_at = $4 "
+                f"WHERE session_key = $1 RETURNING {_COLUMNS}",
+                key,
+                text,
+                run_id,
+                utc_now(),
+            )
+            return await self._record(conn, row)
+
 
 __all__ = ["PostgresSessions"]

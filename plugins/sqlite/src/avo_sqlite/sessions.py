@@ -184,6 +184,38 @@ class SessionTable(SyncSQLiteStore):
             )
             return self._record(conn, self._existing(conn, session_id))
 
+    def rewind(
+        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        """End the session at ``run_id`` (None: before its first); next run from ``messages``."""
+        self._ensure()
+        text = json.dumps(
+            messages if run_id is not None else [], ensure_ascii=True, separators=(",", ":")
+        )
+        with self._tx(f"rewinding session {session_id}") as conn:
+            row = self._existing(conn, session_id)
+            keep = 0
+            if run_id is not None:
+                found = conn.execute(
+                    "SELECT position FROM session_runs WHERE session_key = ? AND run_id = ?",
+                    (row[0], run_id),
+                ).fetchone()
+                if found is None:
+                    raise SessionError(
+                        f"run {run_id!r} is not part of session {session_id!r}",
+                        session_id=session_id,
+                    )
+                keep = int(found[0])
+            conn.execute(
+                "DELETE FROM session_runs WHERE session_key = ? AND position > ?", (row[0], keep)
+            )
+            conn.execute(
+                "UPDATE sessions SET transcript = ?, transcript_run_id = ?, updated_at = ? "
+                "WHERE session_key = ?",
+                (text, run_id, _time(utc_now()), row[0]),
+            )
+            return self._record(conn, self._existing(conn, session_id))
+
 
 class SQLiteSessions:
     """The async :class:`~avo.sessions.SessionStore` methods of ``SQLiteEventStore``."""
@@ -228,6 +260,14 @@ class SQLiteSessions:
         """Store the transcript the session's next run starts from."""
         return await asyncio.to_thread(
             lambda: self._sessions().save_transcript(session_id, run_id, messages)
+        )
+
+    async def rewind_session(
+        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        """End the session at ``run_id``; the runs after it leave it (they stay stored)."""
+        return await asyncio.to_thread(
+            lambda: self._sessions().rewind(session_id, run_id, messages)
         )
 
 
