@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from test_chat_pty_session import CONFIG
-
-from conftest import Place
+from chat_kit import SESSION_CONFIG as CONFIG
+from chat_kit import Place
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="!commands need a sandbox (bubblewrap)")

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import Place
+from chat_kit import Place
 
 STORY = " ".join(f"word{i}" for i in range(60)) + " THE END"
 

@@ -5,45 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
-from conftest import Place
-
-CONFIG = """
-tools = ["read_file", "write_file", "edit_file"]
-
-[provider]
-name = "fake"
-
-[provider.settings]
-
-[[provider.settings.script]]
-tool_call = {name = "write_file", arguments = {path = "notes.md", content = "version one\\n"}}
-
-[[provider.settings.script]]
-content = "created notes.md"
-
-[[provider.settings.script]]
-tool_call.name = "edit_file"
-tool_call.arguments = {path = "notes.md", old_string = "one", new_string = "two"}
-
-[[provider.settings.script]]
-content = "changed it"
-
-[[provider.settings.script]]
-content = "It says version one."
-
-[[provider.settings.script]]
-content = "- notes.md holds version one"
-
-[[provider.settings.script]]
-content = "on the branch"
-
-[store]
-location = "chat.db"
-
-[permission]
-mode = "bypass_permissions"
-"""
+from chat_kit import SESSION_CONFIG as CONFIG
+from chat_kit import Place
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="!commands need a sandbox (bubblewrap)")

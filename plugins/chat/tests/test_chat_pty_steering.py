@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from chat_kit import Place
+
 from avo_chat.render import MARK
-from conftest import Place
 
 CONFIG = """
 tools = ["wait"]
