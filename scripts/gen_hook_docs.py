@@ -1,4 +1,4 @@
-"""Write docs/hooks.md from the hookspec docstrings (the source of truth).
+"""Write docs/hooks.md from the hookspec docstrings and avo.hooks (the source of truth).
 
 ``python scripts/gen_hook_docs.py`` rewrites the file;
 ``python scripts/gen_hook_docs.py --check`` exits 1 when it is out of date
@@ -35,6 +35,16 @@ def render() -> str:
     for name, function in functions:
         signature = str(inspect.signature(function)).replace("'", "")
         lines += [f"## `{name}{signature}`", "", inspect.cleandoc(function.__doc__ or ""), ""]
+    from avo import hooks
+
+    lines += [
+        "# Run hooks",
+        "",
+        "<!-- Generated from the docstring of kernel/src/avo/hooks.py. -->",
+        "",
+        inspect.cleandoc(hooks.__doc__ or ""),
+        "",
+    ]
     return "\n".join(lines).rstrip() + "\n"
 
 

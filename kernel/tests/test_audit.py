@@ -60,6 +60,7 @@ async def test_audit_observer_records_a_real_run(tmp_path, monkeypatch):
     from avo.hooks import HookEvent, HookRegistry, make_blocking_hook
     from avo.models import ModelResponse, ToolCall
     from avo.plugins.manager import PluginManager
+    from avo.policies import LoopPolicy
     from avo.providers.fake import FakeProvider
     from avo.runtime import AgentRuntime
 
@@ -71,7 +72,10 @@ async def test_audit_observer_records_a_real_run(tmp_path, monkeypatch):
     hooks.register(HookEvent.PRE_TOOL_USE, make_blocking_hook("no deletes"))
     call = ToolCall(name="delete_all", arguments={"token": "shop-key-0000-secret"})
     runtime = AgentRuntime(
-        provider=FakeProvider([ModelResponse(tool_call=call)]), plugins=manager, hooks=hooks
+        provider=FakeProvider([ModelResponse(tool_call=call)]),
+        plugins=manager,
+        hooks=hooks,
+        policy=LoopPolicy(on_tool_denied="stop"),  # the denial ends the run
     )
     result = await runtime.run("clean up with shop-key-0000-secret")
     assert result.stop_reason.value == "policy_denied"

@@ -277,7 +277,8 @@ async def test_permission_hooks_and_notifiers_come_from_plugins(tmp_path: Path) 
     path = _write(
         tmp_path,
         'tools = ["shout"]\nhooks = ["audit"]\nnotifiers = ["memory"]\n'
-        '[permission]\nmode = "deny-list"\n[permission.settings]\ndeny = ["shout"]\n' + SCRIPT,
+        '[permission]\nmode = "deny-list"\n[permission.settings]\ndeny = ["shout"]\n'
+        '[policy]\non_tool_denied = "stop"\n' + SCRIPT,
     )
     composition = compose(path, environ={}, manager=_manager(extra), database="memory:")
     async with composition:

@@ -179,11 +179,29 @@ async def test_approvals_are_asked_in_order_before_any_call_runs() -> None:
     assert asked == ["a (ran: 0)", "b (ran: 0)", "c (ran: 0)"]
 
 
-async def test_a_denied_call_stops_the_run_and_every_call_gets_its_message() -> None:
+async def test_a_denied_call_is_its_result_and_the_others_run() -> None:
     journal = Journal()
     script = [turn(("look", "a"), ("write", "b"), ("look", "c")), ModelResponse(content="ok")]
     result, events, runtime = await run_script(
         script, journal, approval_callback=lambda call: call.name != "write"
+    )
+    assert result.status is RunState.COMPLETED and result.output == "ok"
+    assert sorted(journal.lines) == ["end a", "end c", "start a", "start c"]  # never b
+    [denied] = [e for e in events if e.event_type is EventType.TOOL_DENIED]
+    assert denied.payload["name"] == "write"
+    messages = tool_messages(await final_messages(runtime, result.run_id))
+    assert [m["name"] for m in messages] == ["look", "write", "look"]
+    assert "denied: the approval callback denied the tool call" in messages[1]["content"]
+
+
+async def test_a_denied_call_stops_the_run_and_every_call_gets_its_message() -> None:
+    journal = Journal()
+    script = [turn(("look", "a"), ("write", "b"), ("look", "c")), ModelResponse(content="ok")]
+    result, events, runtime = await run_script(
+        script,
+        journal,
+        approval_callback=lambda call: call.name != "write",
+        policy=LoopPolicy(on_tool_denied="stop"),
     )
     assert (result.status, result.stop_reason) == (RunState.STOPPED, StopReason.POLICY_DENIED)
     assert journal.lines == []  # nothing ran: decisions come first

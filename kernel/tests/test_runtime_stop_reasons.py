@@ -218,9 +218,15 @@ async def test_retryable_error_then_success(answer: Any, waits: Any) -> None:
     assert len(waits.delays) == 1 and 0.45 <= waits.delays[0] <= 0.55  # 0.5 s, 10% jitter
 
 
+STOP_ON_DENIAL = LoopPolicy(on_tool_denied="stop")
+
+
 async def test_policy_denied_by_callback(call: Any, echo_tool: Any, effects: list[Any]) -> None:
     runtime = AgentRuntime(
-        provider=FakeProvider([call(n=1)]), tools=[echo_tool], approval_callback=lambda c: False
+        provider=FakeProvider([call(n=1)]),
+        tools=[echo_tool],
+        approval_callback=lambda c: False,
+        policy=STOP_ON_DENIAL,
     )
     result, events = await finish(runtime)
     assert result.stop_reason is StopReason.POLICY_DENIED and effects == []
@@ -237,6 +243,7 @@ async def test_policy_denied_by_hook(call: Any, echo_tool: Any, effects: list[An
         tools=[echo_tool],
         hooks=hooks,
         approval_callback=lambda c: approvals.append(c.name) or True,
+        policy=STOP_ON_DENIAL,
     )
     result, events = await finish(runtime)
     assert result.stop_reason is StopReason.POLICY_DENIED and effects == [] and approvals == []

@@ -276,23 +276,28 @@ def test_workspace_tools_are_bound_to_the_recorded_directory_on_resume(
     assert not (elsewhere / "journal.txt").exists()
 
 
-def test_ctrl_c_at_the_approval_prompt_interrupts_the_run(
+def test_a_call_awaiting_approval_with_no_terminal_pauses_the_run(
     user: CLI, server: ScriptedHTTPServer
 ) -> None:
+    """No terminal to ask: the run pauses durably (exit 3); approve elsewhere, then resume.
+
+    (Ctrl-C at a terminal prompt is tested on a real pseudo-terminal in
+    test_human_loop.py: the run was paused before the question appeared.)
+    """
     write(user.cwd / "avo.toml", CONFIG.replace("bypass_permissions", "default"))
     server.push(_note("call-a", "a"))
     env = _env(server)
     process = user.start("run", "take notes", stdin_open=True, **env)
     assert process.stderr is not None
     run_id = _run_id(process.stderr.readline().rstrip("\n"))
-    prompt = process.stderr.read(len('Approve note({"seconds": 0.0, "text": "a"})? [y/N]: '))
-    assert prompt == 'Approve note({"seconds": 0.0, "text": "a"})? [y/N]: '
-    interrupt(process, signal.SIGINT)
     done = finish(process)
-    assert done.code == 130, done.err
-    assert _listed(user, env)[run_id]["activity"] == "interrupted"
+    assert done.code == 3, done.err  # waits for a person; nothing asked on a pipe
+    assert "waiting:" in done.err and "note" in done.err
+    assert _listed(user, env)[run_id]["activity"] == "paused (awaiting approval)"
     assert _journal(user) == []  # nothing ran without an answer
-    server.push(WIRE.text_stream("noted", USAGE))  # the same call is asked again, not the model
-    resumed = user("runs", "resume", run_id, stdin="y\n", **env)
+    approved = user("runs", "approve", run_id, **env)
+    assert approved.code == 0, approved.err
+    server.push(WIRE.text_stream("noted", USAGE))  # the approved call runs, then the model
+    resumed = user("runs", "resume", run_id, **env)
     assert (resumed.code, resumed.out) == (0, "noted\n"), resumed.err
     assert _journal(user) == ["start a", "done a"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from avo.approval import HumanRequest
 from avo.events import AgentEvent, RunLogState
 from avo.models import Checkpoint, ModelResponse, RunRecord, ToolCall, ToolResult
 from avo.policies import LoopPolicy
@@ -49,6 +50,11 @@ class _RunContext:
     output_model: Any = None
     output_schema: dict[str, JsonValue] | None = None
     parsed: Any = None
+    # This turn's approval step (avo.runtime_approval): calls approved so far, requests
+    # for a person by call id, and the answers recorded to them.
+    approved: set[str] = field(default_factory=set)
+    asked: dict[str, HumanRequest] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     policy_json: dict[str, Any] = field(default_factory=dict)
     # The write buffer (see avo.runtime_persistence.flush): events validated and

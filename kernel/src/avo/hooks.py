@@ -1,10 +1,47 @@
-"""Run hooks: PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION, STOP.
+"""Run hooks: what a run calls at PRE_TOOL_USE, POST_TOOL_USE, NOTIFICATION and STOP.
 
-A hook that raises (or returns something other than a :class:`HookDecision`
-or ``None``) is a *fault*, never silence: :meth:`HookRegistry.fire` lists it in
-the decision's ``faults`` (the runtime records a HOOK_FAILED event and logs a
-warning for each), and at PRE_TOOL_USE it **fails closed**: the call is
-blocked with the hook's name in the reason. Elsewhere the run goes on.
+A run hook is a callable ``hook(context) -> HookDecision | None`` (plain or
+async) registered on a :class:`HookRegistry` for one :class:`HookEvent`. A
+composed runtime gets its hooks from ``avo.hooks`` plugins (``hooks = [...]``
+in avo.toml); in Python, pass ``AgentRuntime(hooks=registry)``.
+
+When each event fires:
+
+- ``pre_tool_use``: before each tool call is decided, in the model's order,
+  ahead of the approval callback; the context holds the call;
+- ``post_tool_use``: after the call's result is durable (context: call and result);
+- ``notification``: when the consecutive-error limit is reached, and when a
+  run pauses because it waits for a person (the text says what for and how to
+  answer; ``context.extra["requests"]`` holds the requests);
+- ``stop``: after the run ended (its terminal event is durable).
+
+What a pre-tool hook decides, in registration order (the first block or fault wins):
+
+- **allow**: return ``None`` or ``HookDecision.allow()``; an allow with
+  ``modified_args`` replaces the call's arguments (the last rewrite wins);
+- **deny**: ``HookDecision.block(reason)``: the call is denied (TOOL_DENIED,
+  ``blocked_by: "hook"``); the reason is what the model reads as the call's
+  result and the run goes on (``LoopPolicy.on_tool_denied = "stop"`` ends it);
+- **error**: a hook that raises (a hook executor raises
+  :class:`~avo.exceptions.HookError` when it got no decision: crashed, timed
+  out, unreachable, a malformed reply), or returns something that is not a
+  :class:`HookDecision`, is a *fault*. A pre-tool fault **fails closed**: the
+  call is denied with the hook's name in the reason. Every fault is recorded
+  as a HOOK_FAILED event (once per run and hook) and logged as a warning on
+  the ``avo.hooks`` logger; at the other events the run goes on.
+
+Faults and denials name a hook by ``HookRegistry.register(event, hook,
+name=...)``; composed hooks are named after their plugin, or by the hook
+object's own ``hook_label`` when it has one.
+
+The ``avo-hooks`` plugins run hooks outside Python: ``command`` runs an
+executable with the event as JSON on stdin (exit 0 and its JSON reply decide,
+exit 2 denies with stderr as the reason, anything else is an error) and
+``http`` POSTs the event to a URL within a timeout (a 2xx reply decides;
+anything else is an error). Both mask secrets in what they send and take
+``events``, ``tools`` (name globs) and ``timeout`` settings; the reply is
+``{"decision": "allow" | "deny" | "error", "reason": ..., "arguments": ...}``.
+See ``plugins/hooks/README.md``.
 """
 
 from __future__ import annotations

@@ -175,6 +175,10 @@ class ToolMetadata(AvoModel):
     input_schema: dict[str, JsonValue]
     risk: ToolRisk | None = None
     argument_kinds: dict[str, ArgumentKind] = Field(default_factory=dict)
+    asks_human: bool = False
+    """True for a tool that asks a person (``ask_user``): instead of invoking it, the
+    run records the question (arguments ``question`` and optional ``choices``),
+    pauses, and the person's answer becomes the call's result."""
 
     @model_validator(mode="before")
     @classmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from avo.circuit_breaker import CircuitBreakerPolicy
@@ -38,6 +40,13 @@ class LoopPolicy(BaseModel):
     output_retries: int = Field(default=2, ge=0)
     """How often an answer that fails the run's output schema is sent back with the
     validation error before the run fails with INVALID_MODEL_RESPONSE."""
+    on_tool_denied: Literal["continue", "stop"] = "continue"
+    """A denied tool call: ``continue`` sends the reason back to the model as the
+    call's result and the run goes on; ``stop`` ends the run (STOPPED / POLICY_DENIED)."""
+    human_input_timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long a request for a person (an approval, a question) stays answerable
+    once the run pauses for it; past it, resuming records the call as denied.
+    None: requests never expire."""
 
     def token_budget_reason(
         self, usage: TokenUsage, *, accounting_available: bool

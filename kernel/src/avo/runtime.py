@@ -17,9 +17,11 @@ from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
 from avo._steering import SteeringQueue
 from avo._transcript import close_batch, tool_calls_message, trim_batch
+from avo.approval import Answer, Answerer
 from avo.circuit_breaker import CircuitBreaker
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
+    ApprovalError,
     CheckpointNotFoundError,
     RunAlreadyTerminalError,
     RunNotFoundError,
@@ -45,10 +47,12 @@ from avo.progress import ProgressDetector
 from avo.providers.base import ModelProvider
 from avo.redaction import Redactor, StreamRedactor
 from avo.runtime_answers import output_json_schema, schema_instruction
+from avo.runtime_approval import record_given_answers, restore_turn
 from avo.runtime_handlers import HANDLERS
 from avo.runtime_persistence import (
     append,
     checkpoint,
+    flush,
     notify_appended,
     restore_provider,
     result_of,
@@ -102,6 +106,7 @@ class AgentRuntime:
         context_window: int | ContextWindow | None = None,
         workspace: str | None = None,
         sleep: Sleep = asyncio.sleep,
+        answerer: Answerer | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -110,6 +115,9 @@ class AgentRuntime:
         # The default clock as a C-level callable: the loop reads it ~20 times a step.
         self.clock: Clock = _utc_now_fast if clock is utc_now else clock
         self._approval_callback: ApprovalCallback = approval_callback or always_approve
+        # Who is asked right away when a run pauses for a person (a terminal prompt,
+        # a chat UI); None: the run stays paused until answered (avo.ops.approval).
+        self.answerer: Answerer | None = answerer
         self.memory = memory
         self.hooks = hooks
         self.stream_callback = stream_callback
@@ -276,6 +284,7 @@ class AgentRuntime:
         output_schema: type[Any] | None = None,
         lease: bool = True,
         lease_owner: str | None = None,
+        answers: Mapping[str, Answer | bool | str] | None = None,
     ) -> RunResult:
         """Continue a non-terminal run from its latest checkpoint, or refuse if unsafe.
 
@@ -290,10 +299,16 @@ class AgentRuntime:
         ``avo-resume:host:pid``). A store that is already a fenced view (its
         caller holds the lease) is used as is; ``lease=False`` skips the lease
         for a caller that fences the store itself.
+
+        ``answers`` answers a run paused for a person: by call id (or a unique
+        prefix), ``True`` / ``Answer.approve()`` approves, ``False`` /
+        ``Answer.deny(reason)`` denies (the model reads the reason), a string
+        (or ``Answer.reply``) answers a question. They are recorded before the
+        run continues; requests still unanswered pause it again.
         """
         async with self._lock:
             if not lease:
-                return await self._resume(run_id, output_schema)
+                return await self._resume(run_id, output_schema, answers)
             from avo.ops.leases import holding_lease, owner_name
 
             store = self.event_store
@@ -301,11 +316,16 @@ class AgentRuntime:
             async with holding_lease(store, run_id, owner=owner, doing="resume") as writer:
                 self.event_store = writer
                 try:
-                    return await self._resume(run_id, output_schema)
+                    return await self._resume(run_id, output_schema, answers)
                 finally:
                     self.event_store = store
 
-    async def _resume(self, run_id: str, output_schema: type[Any] | None) -> RunResult:
+    async def _resume(
+        self,
+        run_id: str,
+        output_schema: type[Any] | None,
+        answers: Mapping[str, Answer | bool | str] | None = None,
+    ) -> RunResult:
         schema = output_json_schema(output_schema) if output_schema is not None else None
         from avo._run_setup import RunScope, session_of
 
@@ -345,8 +365,16 @@ class AgentRuntime:
             scope.attach(ctx, cp.shaper_state)
             ctx.output_model = output_schema
             ctx.output_schema = schema
+            restore_turn(ctx, events)
             target = self._recover_results_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
+            if answers:
+                if log.state is not RunState.PAUSED:
+                    raise ApprovalError(
+                        f"run {run_id} is not waiting for an answer (it is {log.state.value})",
+                        run_id=run_id,
+                    )
+                record_given_answers(self, ctx, dict(answers))
             if log.state is not target:
                 if log.state is not RunState.PAUSED:
                     transition(self, ctx, RunState.PAUSED)
@@ -400,6 +428,9 @@ class AgentRuntime:
     async def _drive_loop(self, ctx: _RunContext) -> RunResult:
         try:
             while not is_terminal(ctx.run.state):
+                if ctx.run.state is RunState.PAUSED:  # waits for a person: durable, resumable
+                    await flush(self, ctx)
+                    return result_of(ctx)
                 await HANDLERS[ctx.run.state](self, ctx)
         except asyncio.CancelledError:
             task = asyncio.current_task()

@@ -2,7 +2,9 @@
 
 A model turn may ask for several tool calls (the *batch*, in the model's
 order). Every call is requested, then decided one by one in the model's order
-(:func:`decide`: PRE_TOOL_USE hooks, then the approval seam), then run:
+(:func:`avo.runtime_approval.decide_call`: PRE_TOOL_USE hooks, recorded
+answers, then the approval seam; a call that needs a person pauses the run
+durably once every call is decided or waiting), then run:
 consecutive calls to tools that only inspect run concurrently, up to
 ``LoopPolicy.max_parallel_tool_calls``; a call whose tool may modify or
 execute (or declares no risk) is a *barrier*: it starts after every earlier
@@ -14,10 +16,8 @@ the transcript, in the model's order, when the batch closes.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections import deque
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,17 @@ from avo._deadline import within
 from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
 from avo._transcript import close_batch
+from avo.approval import Verdict
 from avo.events import EventType
 from avo.hooks import HookContext, HookEvent
 from avo.models import ToolCall, ToolResult, ToolRisk, utc_now
+from avo.runtime_approval import (
+    decide_call,
+    pause_for_people,
+    record_approved,
+    record_denied,
+    request_person,
+)
 from avo.runtime_checks import after_observation_checks
 from avo.runtime_persistence import (
     append,
@@ -50,27 +58,16 @@ def always_approve(call: ToolCall) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What the approval step decided for one call.
-
-    ``call`` is the call to run when approved (a PRE_TOOL_USE hook may have
-    rewritten its arguments); a denial carries its ``reason`` and who made it
-    (``blocked_by``: ``"hook"`` or ``"approval"``).
-    """
-
-    call: ToolCall
-    approved: bool
-    reason: str = ""
-    blocked_by: str = ""
-
-
 def open_calls(ctx: _RunContext) -> list[ToolCall]:
-    """The batch's calls that have no durable result yet, in the model's order."""
-    results = ctx.results
-    if not results:
+    """The batch's calls that have no durable result yet (nor a denial), in the model's order."""
+    results, outcomes = ctx.results, ctx.outcomes
+    if not results and not outcomes:
         return ctx.calls
-    return [call for call in ctx.calls if call.tool_call_id not in results]
+    return [
+        call
+        for call in ctx.calls
+        if call.tool_call_id not in results and call.tool_call_id not in outcomes
+    ]
 
 
 async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
@@ -94,78 +91,67 @@ async def handle_tool_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
     transition(rt, ctx, RunState.APPROVAL_PENDING)
 
 
-async def decide(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> Decision:
-    """The approval step of one call: PRE_TOOL_USE hooks, then the approval callback.
-
-    The one approval seam: every call of a batch goes through here, in the
-    model's order, before any call of the batch runs.
-    """
-    if rt.hooks is not None:
-        decision = await rt.hooks.fire(
-            HookEvent.PRE_TOOL_USE,
-            HookContext(HookEvent.PRE_TOOL_USE, ctx.run_id, tool_call=call, run=ctx.run),
-        )
-        if decision.faults:  # a failing guard fails closed: the decision blocks
-            report_hook_faults(
-                rt, ctx, "pre_tool_use", decision.faults, outcome="denied", run_id=ctx.run_id
-            )
-        if decision.blocked:
-            return Decision(
-                call, False, decision.reason or "blocked by a pre_tool_use hook", "hook"
-            )
-        if decision.modified_args is not None:
-            call = call.model_copy(update={"arguments": dict(decision.modified_args)})
-    approved = rt._approval_callback(call)
-    if inspect.isawaitable(approved):
-        approved = await approved
-    if not approved:
-        return Decision(call, False, "the approval callback denied the tool call", "approval")
-    return Decision(call, True)
-
-
-async def _deny(rt: AgentRuntime, ctx: _RunContext, decision: Decision) -> None:
-    call = decision.call
-    append(
-        rt,
-        ctx,
-        EventType.TOOL_DENIED,
-        {
-            "tool_call_id": call.tool_call_id,
-            "name": call.name,
-            "reason": decision.reason,
-            "blocked_by": decision.blocked_by,
-        },
-    )
-    ctx.outcomes[call.tool_call_id] = f"the tool call was denied: {decision.reason}"
-    await trigger_policy(
-        rt,
-        ctx,
-        StopReason.POLICY_DENIED,
-        f"Run stopped: tool {call.name!r} denied: {decision.reason}",
-    )
-
-
 async def handle_approval_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Decide every open call in the model's order; a denial stops the run (POLICY_DENIED)."""
+    """Decide every open call in the model's order (see :mod:`avo.runtime_approval`).
+
+    Approved calls are recorded (TOOL_APPROVED); a denied call's reason becomes
+    its result and the others go on (``LoopPolicy.on_tool_denied = "stop"``
+    ends the run instead); calls that need a person are requested, and once
+    every call is decided or waiting the run pauses durably for them.
+    """
     outside = rt.hooks is not None or rt._approval_callback is not always_approve
     calls = ctx.calls
-    results = ctx.results
+    results, outcomes = ctx.results, ctx.outcomes
+    waiting = False
     for index, call in enumerate(calls):
-        if call.tool_call_id in results:
+        call_id = call.tool_call_id
+        if call_id in results or call_id in outcomes:
             continue
-        if outside:  # (the default callback approves every call: nothing to ask)
-            await flush(rt, ctx)  # an outside party decides: let it see the requests
-            decision = await decide(rt, ctx, call)
-            if not decision.approved:
-                await _deny(rt, ctx, decision)
+        if not outside and not ctx.asked and not rt.tools.asks_human(call.name):
+            # the default callback approves every call: nothing to ask
+            approved = call_payload(rt, ctx, call)
+            append(rt, ctx, EventType.TOOL_APPROVED, dict(approved), redact=False)
+            continue
+        await flush(rt, ctx)  # an outside party decides: let it see the requests
+        decision = await decide_call(rt, ctx, call)
+        if decision.call is not call:
+            if _shared(ctx, calls):
+                calls = ctx.calls = list(calls)  # never edit the response's own list
+            call = calls[index] = decision.call
+        verdict = decision.verdict
+        if verdict is Verdict.ASK:
+            request_person(rt, ctx, decision, _model_words(ctx))
+            waiting = True
+        elif verdict is Verdict.DENY:
+            outcomes[call_id] = record_denied(rt, ctx, decision)
+            if ctx.policy.on_tool_denied == "stop":
+                await trigger_policy(
+                    rt,
+                    ctx,
+                    StopReason.POLICY_DENIED,
+                    f"Run stopped: tool {call.name!r} denied: {decision.approval.reason}",
+                )
                 return
-            if decision.call is not call:
-                if _shared(ctx, calls):
-                    calls = ctx.calls = list(calls)  # never edit the response's own list
-                call = calls[index] = decision.call
-        approved = call_payload(rt, ctx, call)
-        append(rt, ctx, EventType.TOOL_APPROVED, dict(approved), redact=False)
+        else:
+            record_approved(rt, ctx, decision)
+    if waiting:
+        await pause_for_people(rt, ctx)
+        return
     transition(rt, ctx, RunState.TOOL_EXECUTING)
+
+
+def _model_words(ctx: _RunContext) -> str | None:
+    """What the model said along with its calls (its visible reasoning), if anything."""
+    response = ctx.pending_response
+    if response is None:
+        return None
+    texts = [
+        str(block.get("thinking") or block.get("text") or "")
+        for block in response.thinking
+        if isinstance(block, dict)
+    ]
+    words = " ".join(" ".join(texts).split())
+    return (words[:497] + "...") if len(words) > 500 else (words or None)
 
 
 def _shared(ctx: _RunContext, calls: list[ToolCall]) -> bool:
@@ -181,7 +167,7 @@ def _runs_alongside(rt: AgentRuntime, call: ToolCall) -> bool:
 
 async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     """Run the batch's open calls (barriers alone, in order), then close the batch and check."""
-    todo = ctx.calls if not ctx.results else open_calls(ctx)
+    todo = open_calls(ctx)  # (denied calls never run: their reason is their result)
     if len(todo) == 1:  # the common turn: one call
         crashed = await _run_alone(rt, ctx, todo[0])
     else:
@@ -193,6 +179,9 @@ async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
     results = ctx.results
     ctx.pending_response = None
     close_batch(ctx)
+    ctx.approved.clear()  # the turn's approval step is over
+    ctx.asked.clear()
+    ctx.answers.clear()
     transition(rt, ctx, RunState.OBSERVATION_RECORDED)
     if rt.hooks is not None:
         await flush(rt, ctx)
@@ -241,6 +230,10 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
     await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
     started_at = utc_now()
     started = time.perf_counter()
+    answered = human_result(ctx, call, started_at, started)
+    if answered is not None:  # a person answered it (ask_user): the answer is the result
+        await record_tool_result(rt, ctx, answered)
+        return None
     try:  # (what _invoke does, without a task)
         result = await within(
             ctx.policy.tool_timeout_seconds,
@@ -258,6 +251,9 @@ async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[T
     """Run one call under the tool timeout: its result, and whether the tool crashed."""
     started_at = utc_now()
     started = time.perf_counter()
+    answered = human_result(ctx, call, started_at, started)
+    if answered is not None:
+        return answered, False
     try:
         result = await within(
             ctx.policy.tool_timeout_seconds,
@@ -266,6 +262,24 @@ async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[T
     except Exception as exc:
         return _failure(ctx, call, exc, started_at, started)
     return result, False
+
+
+def human_result(
+    ctx: _RunContext, call: ToolCall, started_at: datetime, started: float
+) -> ToolResult | None:
+    """The result of a call a person answered (an ``asks_human`` tool): their answer."""
+    answer = ctx.answers.get(call.tool_call_id)
+    if answer is None or answer.get("decision") != "reply":
+        return None
+    return ToolResult(
+        tool_call_id=call.tool_call_id,
+        tool_name=call.name,
+        success=True,
+        output={"answer": answer.get("text")},
+        started_at=started_at,
+        finished_at=max(utc_now(), started_at),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def _failure(
@@ -360,12 +374,11 @@ def call_payload(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> dict[str
 
 
 __all__ = [
-    "Decision",
     "always_approve",
     "call_payload",
-    "decide",
     "handle_approval_pending",
     "handle_tool_executing",
     "handle_tool_pending",
+    "human_result",
     "open_calls",
 ]

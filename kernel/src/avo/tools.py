@@ -99,7 +99,9 @@ class FunctionTool(Generic[ArgumentsT]):
     (``run_in_thread=False`` runs it on the event loop, for trivial functions).
     ``risk`` classifies the tool for the permission modes (None = undeclared);
     ``argument_kinds`` says which arguments are paths, URLs, commands or free
-    text (see :class:`~avo.models.ToolMetadata`), e.g. ``{"path": "path"}``.
+    text (see :class:`~avo.models.ToolMetadata`), e.g. ``{"path": "path"}``;
+    ``asks_human`` marks a tool whose answer comes from a person (the run pauses
+    for it; the function is not called).
     ``schema_titles=True`` keeps the ``title`` keywords in the advertised schema.
     """
 
@@ -114,6 +116,7 @@ class FunctionTool(Generic[ArgumentsT]):
         run_in_thread: bool = True,
         argument_kinds: Mapping[str, ArgumentKind | str] | None = None,
         schema_titles: bool = False,
+        asks_human: bool = False,
     ) -> None:
         if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
             raise TypeError(
@@ -133,6 +136,7 @@ class FunctionTool(Generic[ArgumentsT]):
             input_schema=copy.deepcopy(to_json_schema(arguments_model, titles=schema_titles)),
             risk=risk,
             argument_kinds=dict(argument_kinds or {}),
+            asks_human=asks_human,
         )
 
     @property
@@ -212,6 +216,16 @@ class ToolRegistry:
             risk = tool.metadata.effective_risk if tool is not None else ToolRisk.EXECUTE
             self._risks[name] = risk
         return risk
+
+    def metadata_of(self, name: str) -> ToolMetadata | None:
+        """The metadata of tool ``name`` (None when it is not registered)."""
+        tool = self._tools.get(name)
+        return tool.metadata if tool is not None else None
+
+    def asks_human(self, name: str) -> bool:
+        """True when tool ``name`` is answered by a person (``ToolMetadata.asks_human``)."""
+        metadata = self.metadata_of(name)
+        return metadata is not None and metadata.asks_human
 
     def names(self) -> list[str]:
         """Registered tool names, in registration order."""

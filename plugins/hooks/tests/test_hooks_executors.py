@@ -32,17 +32,27 @@ def _registry(pairs: list[tuple[Any, Any]]) -> HookRegistry:
     return registry
 
 
+SEEN: dict[str, Any] = {}
+
+
 async def _run(pairs: list[tuple[Any, Any]], text: str = "hi") -> tuple[Any, list[Any], list[str]]:
     calls: list[str] = []
+    provider = scripted(tool_call("shout", {"text": text}), answer("done"))
     runtime = AgentRuntime(
-        provider=scripted(tool_call("shout", {"text": text}), answer("done")),
-        tools=[shout_tool(calls)],
-        hooks=_registry(pairs),
-        environ={},
+        provider=provider, tools=[shout_tool(calls)], hooks=_registry(pairs), environ={}
     )
     result = await runtime.run("shout")
     events = await runtime.event_store.get_events(result.run_id)
+    # what the model read as the call's result, on the turn after it
+    SEEN["result"] = provider.requests[-1].messages[-1] if len(provider.requests) > 1 else None
     return result, events, calls
+
+
+def _goes_on(result: Any, reason: str) -> None:
+    """The run went on past the denial: the model read the reason and answered."""
+    assert result.status.value == "completed" and result.output == "done", result.error
+    seen = SEEN["result"]
+    assert seen["role"] == "tool" and reason in str(seen["content"])
 
 
 def _denial(events: list[Any]) -> dict[str, Any]:
@@ -83,7 +93,7 @@ async def test_command_hook_exit_2_denies_with_its_stderr_as_reason(script: Any)
     denied = _denial(events)
     assert denied["reason"] == "no shouting in the library" and denied["blocked_by"] == "hook"
     assert _faults(events) == []
-    assert result.stop_reason is not None
+    _goes_on(result, "no shouting in the library")
 
 
 async def test_command_hook_json_reply_denies_or_rewrites(script: Any) -> None:
@@ -103,8 +113,9 @@ async def test_command_hook_json_reply_denies_or_rewrites(script: Any) -> None:
 
 async def test_a_crashing_command_hook_fails_closed_naming_the_hook(script: Any) -> None:
     crash = script("crash.sh", 'cat >/dev/null\necho "Traceback: boom" >&2\nexit 1\n')
-    _, events, calls = await _run(_command_factory({"command": crash, "name": "policy-bot"}))
+    result, events, calls = await _run(_command_factory({"command": crash, "name": "policy-bot"}))
     assert calls == []
+    _goes_on(result, "policy-bot")
     reason = _denial(events)["reason"]
     assert "'policy-bot'" in reason and "exited with status 1: Traceback: boom" in reason
     assert "denies the call" in reason
@@ -122,9 +133,10 @@ async def test_a_slow_command_hook_times_out_and_its_process_group_dies(
     pid_file = tmp_path / "child.pid"
     slow = script("slow.sh", f'cat >/dev/null\nsleep 30 &\necho $! > "{pid_file}"\nwait\n')
     started = time.monotonic()
-    _, events, calls = await _run(_command_factory({"command": slow, "timeout": 0.5}))
+    result, events, calls = await _run(_command_factory({"command": slow, "timeout": 0.5}))
     assert time.monotonic() - started < 20
     assert calls == []
+    _goes_on(result, "timed out after 0.5 s")
     reason = _denial(events)["reason"]
     assert "'command:slow.sh'" in reason and "timed out after 0.5 s" in reason
     child = int(pid_file.read_text())
@@ -198,8 +210,9 @@ async def test_an_unreachable_http_hook_fails_closed() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings = {"url": f"http://127.0.0.1:{port}/hook", "timeout": 2, "name": "gate"}
-    _, events, calls = await _run(_http_factory(settings, environ={}))
+    result, events, calls = await _run(_http_factory(settings, environ={}))
     assert calls == []
+    _goes_on(result, "could not reach")
     reason = _denial(events)["reason"]
     assert "'gate'" in reason and f"could not reach http://127.0.0.1:{port}/hook" in reason
     assert _faults(events)[0]["outcome"] == "denied"

@@ -19,7 +19,7 @@ import pytest
 from avo.events import EventType
 from avo.policies import LoopPolicy
 from avo.runtime import AgentRuntime
-from avo.state import RunState, StopReason
+from avo.state import RunState
 from avo.testing.scripts import answer, scripted, tool_call
 from avo_permissions import InteractivePrompter, PermissionMode
 from avo_permissions import plugin as permission_plugins
@@ -171,8 +171,8 @@ async def test_plan_mode_denies_edits_before_a_plan(workspace: Path) -> None:
     result, decisions, callback, _ = await _run(
         workspace, PermissionMode.PLAN, [READ, GREP, EDIT, DONE], prompter
     )
-    assert result.status is RunState.STOPPED
-    assert result.stop_reason is StopReason.POLICY_DENIED
+    # the denial is the edit's result: the model reads why and the run goes on
+    assert result.status is RunState.COMPLETED
     assert decisions == [
         ("tool_approved", "read_file"),
         ("tool_approved", "grep"),
@@ -180,15 +180,17 @@ async def test_plan_mode_denies_edits_before_a_plan(workspace: Path) -> None:
     ]
     assert prompter.asked == []  # a hard deny, nobody is asked
     assert callback.records[-1].decision.value == "deny"
+    assert "only after a plan is submitted with submit_plan" in callback.records[-1].reason
     assert (workspace / "calc.py").read_text() == BUGGY
 
 
 async def test_default_mode_operator_says_no_to_the_shell(workspace: Path) -> None:
     prompter = ScriptedPrompter({"run_shell": False})
-    result, decisions, _, _ = await _run(workspace, PermissionMode.DEFAULT, FULL, prompter)
-    assert result.stop_reason is StopReason.POLICY_DENIED
-    assert decisions[-1] == ("tool_denied", "run_shell")
+    result, decisions, _, outputs = await _run(workspace, PermissionMode.DEFAULT, FULL, prompter)
+    assert result.status is RunState.COMPLETED  # the model was told no, and went on
+    assert decisions[-2:] == [("tool_denied", "run_shell"), ("tool_approved", "test_runner")]
     assert prompter.asked == ["edit_file", "run_shell"]
+    assert "run_shell" not in outputs and outputs["test_runner"]["passed"] == 1
 
 
 async def test_interactive_prompter_on_a_terminal(workspace: Path) -> None:
@@ -202,9 +204,9 @@ async def test_interactive_prompter_on_a_terminal(workspace: Path) -> None:
     assert 'Approve edit_file({"new_string": "a + b"' in prompts
 
 
-async def test_interactive_prompter_treats_end_of_input_as_no(workspace: Path) -> None:
+async def test_interactive_prompter_end_of_input_leaves_the_run_paused(workspace: Path) -> None:
     prompter = InteractivePrompter(stdin=io.StringIO(""), stdout=io.StringIO())
     result, decisions, _, _ = await _run(workspace, PermissionMode.DEFAULT, FULL, prompter)
-    assert result.stop_reason is StopReason.POLICY_DENIED
-    assert decisions[-1] == ("tool_denied", "edit_file")
+    assert result.status is RunState.PAUSED and result.stop_reason is None  # nobody answered
+    assert decisions == ALL_APPROVED[:2]  # the edit waits, undecided
     assert (workspace / "calc.py").read_text() == BUGGY

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from avo.approval import AnswerKind, HumanRequest, RequestKind, Verdict
 from avo.exceptions import AvoError, ConfigError
 from avo.models import ToolCall, ToolMetadata, ToolRisk
 from avo_permissions import (
@@ -97,7 +98,11 @@ async def test_callback_from_env() -> None:
         prompter=lambda call: False,
     )
     assert callback.policy.mode is PermissionMode.ACCEPT_EDITS
-    assert await callback(ToolCall(name="w")) is False  # listed: asked, and the answer is no
+    verdict = await callback(ToolCall(name="w"))  # listed: a person is asked
+    assert (
+        verdict.verdict is Verdict.ASK
+        and verdict.rule == "mode accept_edits (require_approval lists w)"
+    )
 
 
 def test_env_gated_callback() -> None:
@@ -120,10 +125,10 @@ async def test_third_party_tool_is_classified_by_its_own_metadata() -> None:
         tools=[declared, undeclared],
         prompter=lambda c: asked.append(c.name) or False,
     )
-    assert await callback(ToolCall(name="lookup")) is True
-    assert await callback(ToolCall(name="mystery")) is False  # unclassified -> asked
-    assert await callback(ToolCall(name="never_registered")) is False
-    assert asked == ["mystery", "never_registered"]
+    assert (await callback(ToolCall(name="lookup"))).verdict is Verdict.ALLOW
+    assert (await callback(ToolCall(name="mystery"))).verdict is Verdict.ASK  # unclassified
+    assert (await callback(ToolCall(name="never_registered"))).verdict is Verdict.ASK
+    assert asked == []  # the callback only decides; the runtime asks (durably)
     assert [r.risk for r in callback.records] == [
         ToolRisk.INSPECT,
         ToolRisk.EXECUTE,
@@ -142,10 +147,16 @@ async def test_async_prompter_and_plan_marking() -> None:
     callback = build_approval_callback(
         PermissionPolicy(mode=PermissionMode.PLAN), tools=tools, prompter=prompter
     )
-    assert await callback(ToolCall(name="write_file")) is False
-    assert await callback(ToolCall(name="submit_plan")) is True
+    assert (await callback(ToolCall(name="write_file"))).verdict is Verdict.DENY
+    assert (await callback(ToolCall(name="submit_plan"))).verdict is Verdict.ALLOW
     assert callback.plan_submitted is True
-    assert await callback(ToolCall(name="write_file")) is True
+    assert (await callback(ToolCall(name="write_file"))).verdict is Verdict.ALLOW
+    answerer = callback.answerer  # the prompter answers the runtime's pauses
+    assert answerer is not None
+    request = HumanRequest(
+        run_id="r", tool_call_id="c", kind=RequestKind.APPROVAL, tool_name="write_file"
+    )
+    assert (await answerer(request)).kind is AnswerKind.APPROVE  # type: ignore[union-attr]
 
 
 async def test_entry_point_factories_merge_settings_and_env() -> None:
@@ -160,7 +171,8 @@ async def test_entry_point_factories_merge_settings_and_env() -> None:
         tools=[],
     )
     assert callback.policy.require_approval == ("x", "y")
-    assert await callback(ToolCall(name="x")) is True and asked == []  # bypass never asks
+    assert (await callback(ToolCall(name="x"))).verdict is Verdict.ALLOW  # bypass never asks
+    assert asked == []
     (spec,) = permission_plugins.default.specs
     callback = spec.factory({}, environ={}, tools=[])
     assert callback.policy.mode is PermissionMode.DEFAULT

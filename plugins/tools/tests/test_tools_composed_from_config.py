@@ -14,7 +14,7 @@ import pytest
 
 from avo.compose import compose
 from avo.events import EventType
-from avo.state import RunState, StopReason
+from avo.state import RunState
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed")
 
@@ -72,11 +72,15 @@ async def test_bypass_mode_runs_everything_in_the_configured_sandbox(tmp_path: P
 
 async def test_plan_mode_from_config_denies_the_write(tmp_path: Path) -> None:
     result, events, ws = await _run(tmp_path, "plan")
-    assert result.stop_reason is StopReason.POLICY_DENIED
+    # The write is denied (the model reads why); the shell command then needs a
+    # person, and nobody is there to ask: the run pauses, durably.
+    assert result.status is RunState.PAUSED and result.stop_reason is None
     decisions = [
         (e.event_type.value, e.payload["name"])
         for e in events
         if e.event_type in (EventType.TOOL_APPROVED, EventType.TOOL_DENIED)
     ]
     assert decisions == [("tool_approved", "read_file"), ("tool_denied", "write_file")]
+    [asked] = [e.payload for e in events if e.event_type is EventType.HUMAN_INPUT_REQUESTED]
+    assert asked["name"] == "run_shell" and asked["risk"] == "execute"
     assert not (ws / "out.txt").exists()

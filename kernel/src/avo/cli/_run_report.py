@@ -13,6 +13,8 @@ from typing import Any
 from avo.events import EventType
 
 EXIT_OK, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_WAITING = 3
+"""The run paused for a person (an approval, a question): answer, then resume."""
 
 
 async def failures_of(store: Any, run_id: str) -> list[str]:
@@ -34,7 +36,9 @@ def exit_code(status: str) -> int:
     return EXIT_INTERRUPTED if status == "paused" else EXIT_STOPPED
 
 
-def summary_lines(result: Any, location: str, failures: list[str]) -> list[str]:
+def summary_lines(
+    result: Any, location: str, failures: list[str], waiting: list[Any] | None = None
+) -> list[str]:
     """The ``key: value`` summary lines of a finished (or interrupted) run."""
     usage = result.token_usage
     tokens = f"{usage.total_tokens} (input {usage.input_tokens}, output {usage.output_tokens})"
@@ -56,7 +60,18 @@ def summary_lines(result: Any, location: str, failures: list[str]) -> list[str]:
     elif failures:
         lines.append(f"warning:     {len(failures)} call(s) failed along the way; the last:")
         lines.append(f"             {failures[-1]}")
-    if status == "paused":
+    if status == "paused" and waiting:
+        lines[1] = "status:      paused (waiting for a person)"
+        for request in waiting:
+            lines.append(f"waiting:     {request.tool_call_id}: {request.summary()}")
+        verbs = {r.kind.value for r in waiting}
+        if "approval" in verbs:
+            lines.append(f"approve:     avo runs approve {result.run_id} [CALL_ID]")
+            lines.append(f"deny:        avo runs deny {result.run_id} [CALL_ID] --reason ...")
+        if "question" in verbs:
+            lines.append(f"answer:      avo runs answer {result.run_id} [CALL_ID] TEXT")
+        lines.append(f"then:        avo runs resume {result.run_id}")
+    elif status == "paused":
         lines.append(f"resume with: avo runs resume {result.run_id}")
     return lines
 
@@ -69,19 +84,34 @@ async def report(
 
     failures = await failures_of(store, result.run_id)
     status = result.status.value
+    waiting: list[Any] = []
+    if status == "paused":
+        from avo.ops.approval import pending_requests
+
+        waiting = await pending_requests(store, result.run_id)
     if getattr(args, "json", False):
         data = result.model_dump(mode="json")
         data["store"] = location
         data["failures"] = failures
-        data["interrupted"] = status == "paused"
+        data["interrupted"] = status == "paused" and not waiting
+        data["waiting"] = [
+            {"tool_call_id": r.tool_call_id, "kind": r.kind.value, "summary": r.summary()}
+            for r in waiting
+        ]
         print_json(data)
     elif not getattr(args, "quiet", False):
-        for line in summary_lines(result, location, failures):
+        for line in summary_lines(result, location, failures, waiting):
             print(line, file=sys.stderr)
+    elif waiting:
+        print(
+            f"avo: run {result.run_id} waits for a person ({len(waiting)} request(s)): "
+            f"avo runs list --pending",
+            file=sys.stderr,
+        )
     elif status != "completed":
         cause = result.error or (failures[-1] if failures else status)
         print(f"avo: run {result.run_id} {status}: {cause}", file=sys.stderr)
-    return exit_code(status)
+    return EXIT_WAITING if waiting else exit_code(status)
 
 
-__all__ = ["exit_code", "failures_of", "report", "summary_lines"]
+__all__ = ["EXIT_WAITING", "exit_code", "failures_of", "report", "summary_lines"]

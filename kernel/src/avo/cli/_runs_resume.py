@@ -17,6 +17,7 @@ from avo.cli._context import resolve_run_id
 
 async def resume_run(store: Any, args: argparse.Namespace) -> int:
     """Resume ``args.run_id`` in ``store`` and report it like ``avo run``."""
+    from avo.cli._answer_prompt import terminal_answerer
     from avo.cli._output import note
     from avo.cli._progress import ProgressPrinter
     from avo.cli._run_report import report
@@ -58,6 +59,7 @@ async def resume_run(store: Any, args: argparse.Namespace) -> int:
             fail_open_tool_calls=args.fail_open_tools,
             owner=owner_name("avo-resume"),
             on_composed=composed,
+            answerer=terminal_answerer(),
         )
     if streamed and not streamed[-1].endswith("\n"):
         print()

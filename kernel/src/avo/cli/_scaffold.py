@@ -454,8 +454,11 @@ async def test_the_hook_blocks_a_denied_tool() -> None:
     provider = tool_then_answer("wipe", {{}}, "done")
     runtime = AgentRuntime(provider=provider, tools=[wipe], hooks=hooks)
     result = await runtime.run("clean up")
-    assert result.stop_reason is not None and result.stop_reason.value == "policy_denied"
-    assert ran == []
+    # the call was denied: the model read why (the call's result) and answered
+    assert result.output == "done" and ran == []
+    events = await runtime.event_store.get_events(result.run_id)
+    denied = [e.payload for e in events if e.event_type.value == "tool_denied"]
+    assert [d["blocked_by"] for d in denied] == ["hook"]
 """
 
 PLUGINS["permission"] = (

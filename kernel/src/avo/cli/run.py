@@ -4,6 +4,7 @@ stdout carries the answer alone (streamed), so ``avo run … | next`` works;
 the run id (at the start), progress and the summary go to stderr. ``--json``
 prints one JSON object instead. ``TASK`` ``-`` reads the task from stdin.
 Exit status: 0 completed, 1 stopped or failed, 130 interrupted (resumable),
+3 paused for a person (answer with avo runs approve|deny|answer, then resume),
 2 bad input.
 """
 
@@ -102,6 +103,7 @@ def _resolve(args: argparse.Namespace) -> Any:
 
 
 async def _drive(args: argparse.Namespace, task: str) -> int:
+    from avo.cli._answer_prompt import terminal_answerer
     from avo.cli._output import note
     from avo.cli._progress import ProgressPrinter
     from avo.cli._run_report import report
@@ -124,6 +126,7 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
         resolved=config,
         stream_callback=None if args.json else on_text,
         workspace=args.workspace,
+        answerer=terminal_answerer(),  # a pause for a person asks here, on a terminal
     )
     verbosity = int(getattr(args, "avo_verbose", 0) or 0)
     started = None if quiet else f"avo: run {{run_id}} started (store {composition.store_location})"
@@ -157,7 +160,7 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the task; 0 completed, 1 stopped or failed, 130 interrupted."""
+    """Run the task; 0 completed, 1 stopped or failed, 3 waiting for a person, 130 interrupted."""
     task = read_task(args.task)
     return asyncio.run(_drive(args, task))
 

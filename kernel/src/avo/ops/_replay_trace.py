@@ -6,14 +6,18 @@ the bookkeeping is taken out, so both are reduced to the same trace:
 * events a resume superseded are dropped: after a crash, everything between
   the checkpoint a run resumed from and its ``run_resumed`` was done again,
   unless the resume recovered a tool result (then those events stand);
-* checkpoints, ``run_resumed`` and moves into ``paused`` are dropped, and a
-  ``state_changed`` is compared by its target state only, consecutive
-  repeats folded;
+* checkpoints, ``run_resumed``, moves into ``paused`` and moves back to the
+  state a run paused from are dropped, and a ``state_changed`` is compared by
+  its target state only, consecutive repeats folded;
 * events of what replay does not run — hook faults, request shaping and
   compaction by shapers — are dropped;
 * the starts and results of a turn's tool calls, which run concurrently, are
   compared in one order (starts, then results, by call) rather than the order
   timing gave them;
+* a person's answers (``human_input_received``) are played back, not
+  compared; who decided a call (``decided_by``, ``blocked_by``) is not
+  compared either (replay decides from the recording: no hooks, no people),
+  while the decision, its rule and its reason are;
 * values that differ on every run are dropped: durations, timestamps,
   elapsed seconds, checkpoint ids; a ``model_failed`` keeps its step, retry
   flag and error count (its text came from a provider that replay does not
@@ -89,6 +93,15 @@ def _entry(event: AgentEvent) -> dict[str, Any] | None:
     payload: dict[str, Any] = dict(event.payload)
     if kind in (EventType.CHECKPOINT_CREATED, EventType.RUN_RESUMED) or kind in NOT_REPLAYED:
         return None
+    if kind is EventType.HUMAN_INPUT_RECEIVED:  # a person's answer: played back, not compared
+        return None
+    if kind is EventType.HUMAN_INPUT_REQUESTED:
+        payload.pop("expires_at", None)  # a moment on the clock of the run
+        payload.pop("risk", None)  # the tool's declared risk: replay does not load tools
+    elif kind is EventType.TOOL_APPROVED:
+        payload.pop("decided_by", None)  # replay decides from the recording, not the parties
+    elif kind is EventType.TOOL_DENIED:
+        payload.pop("blocked_by", None)
     if kind is EventType.STATE_CHANGED:
         target = payload.get("to_state")
         return None if target == _PAUSED else {"type": kind.value, "to_state": target}
@@ -139,7 +152,14 @@ def comparable(events: Iterable[AgentEvent]) -> list[tuple[int, dict[str, Any]]]
     """``(sequence, entry)`` pairs of the run's comparable trace (see the module docstring)."""
     ordered = sorted(events, key=lambda e: e.sequence)
     trace: list[tuple[int, dict[str, Any]]] = []
+    paused_from: Any = None
     for event in effective_events(ordered):
+        if event.event_type is EventType.STATE_CHANGED:
+            source, target = event.payload.get("from_state"), event.payload.get("to_state")
+            if target == _PAUSED:
+                paused_from = source
+            elif source == _PAUSED and target == paused_from:
+                continue  # back to where it paused (a person answered): nothing happened
         entry = _entry(event)
         if entry is None:
             continue

@@ -59,7 +59,7 @@ async def pending_requests(store: Any, run_id: str | None = None) -> list[HumanR
     return found
 
 
-def _pick(
+def pick_request(
     run_id: str, requests: list[HumanRequest], call_id: str | None, kind: RequestKind
 ) -> HumanRequest:
     if call_id is not None:
@@ -131,7 +131,17 @@ def _check_run(run_id: str, run: Any, log: RunLogState) -> None:
         )
 
 
-def _payload(request: HumanRequest, answer: Answer, redactor: Redactor, via: str) -> dict[str, Any]:
+def answer_fits(request: HumanRequest, answer: Answer) -> None:
+    """Raise ApprovalError unless ``answer`` can answer ``request`` (kind, choices)."""
+    wanted = AnswerKind.REPLY if request.kind is RequestKind.QUESTION else None
+    if (answer.kind is AnswerKind.REPLY) != (wanted is AnswerKind.REPLY):
+        expected = "a reply (text)" if wanted else "approve or deny"
+        raise ApprovalError(
+            f"call {request.tool_call_id} of run {request.run_id} is a {request.kind.value} "
+            f"request; it takes {expected}",
+            run_id=request.run_id,
+            tool_call_id=request.tool_call_id,
+        )
     if request.kind is RequestKind.QUESTION:
         text = answer.text or ""
         if request.choices and text not in request.choices:
@@ -141,6 +151,10 @@ def _payload(request: HumanRequest, answer: Answer, redactor: Redactor, via: str
                 run_id=request.run_id,
                 tool_call_id=request.tool_call_id,
             )
+
+
+def _payload(request: HumanRequest, answer: Answer, redactor: Redactor, via: str) -> dict[str, Any]:
+    answer_fits(request, answer)
     return {
         "tool_call_id": request.tool_call_id,
         "kind": request.kind.value,
@@ -186,7 +200,7 @@ async def answer_requests(
         planned: list[tuple[HumanRequest, dict[str, Any]]] = []
         for call_id, answer in answers.items():
             kind = RequestKind.QUESTION if answer.kind is AnswerKind.REPLY else RequestKind.APPROVAL
-            request = _pick(run_id, requests, call_id, kind)
+            request = pick_request(run_id, requests, call_id, kind)
             if request.expired(moment):
                 assert request.expires_at is not None
                 raise ApprovalError(
@@ -225,9 +239,9 @@ async def _answer_one(
         if all_calls:
             chosen = [r for r in requests if r.kind is kind]
             if not chosen:
-                _pick(run_id, requests, None, kind)  # raises the "no open request" error
+                pick_request(run_id, requests, None, kind)  # raises the "no open request" error
         else:
-            chosen = [_pick(run_id, requests, None, kind)]
+            chosen = [pick_request(run_id, requests, None, kind)]
         ids = [r.tool_call_id for r in chosen]
     else:
         ids = [call_id]
@@ -285,9 +299,11 @@ async def answer(
 
 __all__ = [
     "answer",
+    "answer_fits",
     "answer_requests",
     "approve",
     "deny",
     "open_requests",
     "pending_requests",
+    "pick_request",
 ]

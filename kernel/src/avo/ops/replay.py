@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from avo.approval import DEFAULT_DENIAL, Answer, Approval
 from avo.compose._record import recorded_composition
 from avo.events import AgentEvent, EventType
 from avo.exceptions import ProviderError, RunNotFoundError
@@ -103,13 +104,17 @@ class _Recording:
 
         self.outcomes: list[tuple[list[tuple[str, dict[str, Any]]], Any]] = []
         self.results: dict[str, ToolResult] = {}
-        self.approvals: dict[str, bool] = {}
+        self.approvals: dict[str, Any] = {}  # call id -> the recorded avo.approval.Approval
+        self.answers: dict[str, dict[str, Any]] = {}  # call id -> a person's recorded answer
         self.tools: dict[str, ToolMetadata] = {}
         self.provider: tuple[Any, Any] | None = None
         self.call_ids: list[str] = []  # the ids the runtime minted, in order
         self.steering: dict[int, list[tuple[str, str]]] = {}
         self.not_replayed: set[str] = set()
         side: list[tuple[str, dict[str, Any]]] = []
+        for event in events:
+            if event.event_type is EventType.HUMAN_INPUT_RECEIVED:
+                self.answers[str(event.payload.get("tool_call_id"))] = dict(event.payload)
         for event in effective_events(events):
             kind, payload = event.event_type, event.payload
             if kind in _PROVIDER_SIDE:
@@ -142,9 +147,24 @@ class _Recording:
             elif kind.value in NOT_REPLAYED:
                 self.not_replayed.add(kind.value)
             elif kind is EventType.TOOL_APPROVED:
-                self.approvals[str(payload.get("tool_call_id"))] = True
+                self.approvals.setdefault(
+                    str(payload.get("tool_call_id")),
+                    Approval.allow(str(payload.get("reason") or ""), rule=_rule(payload)),
+                )
             elif kind is EventType.TOOL_DENIED:
-                self.approvals[str(payload.get("tool_call_id"))] = False
+                self.approvals.setdefault(
+                    str(payload.get("tool_call_id")),
+                    Approval.deny(
+                        str(payload.get("reason") or DEFAULT_DENIAL), rule=_rule(payload)
+                    ),
+                )
+            elif kind is EventType.HUMAN_INPUT_REQUESTED:  # asked a person: ask again
+                self.approvals[str(payload.get("tool_call_id"))] = Approval.ask(
+                    str(payload.get("reason") or ""), rule=_rule(payload)
+                )
+                name = str(payload.get("name"))
+                if payload.get("kind") == "question" and name in self.tools:
+                    self.tools[name] = self.tools[name].model_copy(update={"asks_human": True})
             if kind is EventType.TOOL_REQUESTED:
                 name = str(payload.get("name"))
                 self.tools.setdefault(
@@ -155,6 +175,23 @@ class _Recording:
                         input_schema={"type": "object"},
                     ),
                 )
+
+    def answer(self, request: Any) -> Answer | None:
+        """A person's recorded answer to ``request`` (None: nobody answered it)."""
+        given = self.answers.get(request.tool_call_id)
+        if given is None:
+            return None
+        by = given.get("by")
+        if given.get("decision") == "reply":
+            return Answer.reply(str(given.get("text") or ""), by=by)
+        if given.get("decision") == "approve":
+            return Answer.approve(given.get("reason"), by=by)
+        return Answer.deny(given.get("reason"), by=by)
+
+
+def _rule(payload: Mapping[str, Any]) -> str | None:
+    rule = payload.get("rule")
+    return rule if isinstance(rule, str) else None
 
 
 def _as_the_vendor_sent_it(response: ModelResponse) -> ModelResponse:
@@ -222,6 +259,13 @@ class _ReplayTools(ToolRegistry):
     def metadata(self) -> list[ToolMetadata]:
         """The tools the recording called (names only: requests are not recorded)."""
         return list(self._recording.tools.values())
+
+    def metadata_of(self, name: str) -> ToolMetadata | None:
+        """The recorded tool ``name`` (None when the recording never called it)."""
+        return self._recording.tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._recording.tools
 
     async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
         """The recorded result of ``call``."""
@@ -356,6 +400,7 @@ async def replay(
         policy=policy,
         event_store=memory_store,
         approval_callback=lambda call: recording.approvals.get(call.tool_call_id, True),
+        answerer=recording.answer,
         budget=_budget(record, environ),
         environ=environ,
     )

@@ -110,6 +110,8 @@ async def resume(
     workspace: str | Path | None = None,
     stream_callback: Callable[[str], None] | None = None,
     approval_callback: Any | None = None,
+    answerer: Any | None = None,
+    answers: Mapping[str, Any] | None = None,
     fail_open_tool_calls: bool = False,
     owner: str | None = None,
     on_composed: Callable[[Composition], None] | None = None,
@@ -122,6 +124,9 @@ async def resume(
         (a crash mid-tool) with a failed result instead of refusing.
     :param on_composed: called with the composition before driving (a front
         end keeps its runtime to interrupt it).
+    :param answerer: asks a person right away when the run pauses for one (a
+        terminal prompt); :param answers: answers to record first (by call id),
+        as :meth:`AgentRuntime.resume` takes them.
     """
     from avo.compose import compose
 
@@ -144,6 +149,7 @@ async def resume(
             workspace=directory,
             stream_callback=stream_callback,
             approval_callback=approval_callback,
+            answerer=answerer,
         )
         if on_composed is not None:
             on_composed(composition)
@@ -151,7 +157,7 @@ async def resume(
         if fail_open_tool_calls:
             await _close_open_calls(runtime, run, run_id)
         try:
-            return await runtime.resume(run_id)
+            return await runtime.resume(run_id, answers=answers)
         except UnsafeResumeError as exc:
             if exc.tool_call_ids and not fail_open_tool_calls:
                 raise UnsafeResumeError(

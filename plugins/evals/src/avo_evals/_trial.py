@@ -44,6 +44,16 @@ def _tool_errors(trace: Any) -> list[str | None]:
     return list(order.values())
 
 
+def _unattended(request: Any) -> Any:
+    """Nobody attends a trial: a call that waits for approval is denied, a question
+    gets a reply saying so (the run goes on and the checks judge it)."""
+    from avo.approval import Answer, RequestKind
+
+    if request.kind is RequestKind.QUESTION:
+        return Answer.reply("(nobody can answer: this is an unattended eval trial)", by="avo eval")
+    return Answer.deny("nobody can approve it: this is an unattended eval trial", by="avo eval")
+
+
 def _cost(composition: Any, result: Any) -> str | None:
     from avo.usage import estimate_cost, resolve_rates
 
@@ -62,7 +72,9 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     from avo.run_diff import run_facts
     from avo.tracing import TraceInspector
 
-    composition = compose(job["config"], database=job["database"], environ=os.environ)
+    composition = compose(
+        job["config"], database=job["database"], environ=os.environ, answerer=_unattended
+    )
     async with composition:
         prompt = job.get("system_prompt") or composition.config.system_prompt
         started = time.perf_counter()

@@ -1,10 +1,13 @@
 """Build the runtime's ``approval_callback`` from a permission policy and rules.
 
-Approval is one seam: this only builds a callback; the runtime records each
-outcome as TOOL_APPROVED or TOOL_DENIED. Each call is decided by the
-:class:`~avo_permissions.rules.RuleSet` (sensitive paths, deny, ask, allow,
-then the mode); the callback keeps a log of every decision, with the rule
-that made it, for callers that want the reason behind each outcome.
+Approval is one seam: this only builds a callback, which answers each call
+with an :class:`avo.approval.Approval` — allow, deny, or ask a person — carrying
+the rule and reason the runtime records on TOOL_APPROVED / TOOL_DENIED. Each
+call is decided by the :class:`~avo_permissions.rules.RuleSet` (sensitive
+paths, deny, ask, allow, then the mode). "Ask" makes the runtime pause durably
+(HUMAN_INPUT_REQUESTED); a ``prompter`` given here answers such pauses right
+away (see :attr:`PermissionCallback.answerer`). The callback also keeps a log
+of every decision, with the rule that made it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from avo.approval import Answer, Answerer, Approval, HumanRequest, RequestKind
 from avo.models import ToolCall, ToolMetadata, ToolRisk
 from avo_permissions.modes import (
     PLAN_TOOL_NAME,
@@ -29,24 +33,27 @@ from avo_permissions.modes import (
 )
 from avo_permissions.rules import PermissionDecision, RuleSet
 
-Prompter = Callable[[ToolCall], bool | Awaitable[bool]]
+Prompter = Callable[[ToolCall], bool | Awaitable[bool | None] | None]
 
 
 class InteractivePrompter:
     """Ask on a terminal: ``Approve {name}({args})? [y/N]: `` — only y/yes approves.
 
     The question goes to stderr (stdout carries the run's answer). End of input
-    (no terminal, closed stdin) is a no: a run never proceeds on silence.
-    Inside a running event loop the answer is read on a daemon thread, so the
-    loop stays responsive: Ctrl-C at the prompt interrupts the run (it becomes
-    resumable) instead of being swallowed by a blocked read.
+    (no terminal, closed stdin) is no answer at all (None): the run stays paused
+    for someone else to answer; it never proceeds on silence. Inside a running
+    event loop the answer is read on a daemon thread, so the loop stays
+    responsive: Ctrl-C at the prompt leaves the run paused (resumable) instead
+    of being swallowed by a blocked read. (``avo run`` uses the kernel's own
+    terminal answerer, which also takes a denial reason; this one suits
+    scripts and tests.)
     """
 
     def __init__(self, *, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         self.stdin = stdin
         self.stdout = stdout
 
-    def __call__(self, call: ToolCall) -> bool | Awaitable[bool]:
+    def __call__(self, call: ToolCall) -> bool | Awaitable[bool | None] | None:
         out = self.stdout or sys.stderr
         args = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
         out.write(f"Approve {call.name}({args})? [y/N]: ")
@@ -59,11 +66,13 @@ class InteractivePrompter:
         return _read_on_a_thread(loop, stream)
 
 
-def _yes(answer: str) -> bool:
+def _yes(answer: str) -> bool | None:
+    if not answer:  # end of input: nobody here to answer
+        return None
     return answer.strip().lower() in {"y", "yes"}
 
 
-async def _read_on_a_thread(loop: asyncio.AbstractEventLoop, stream: TextIO) -> bool:
+async def _read_on_a_thread(loop: asyncio.AbstractEventLoop, stream: TextIO) -> bool | None:
     answered: asyncio.Future[str] = loop.create_future()
 
     def deliver(line: str) -> None:
@@ -102,7 +111,7 @@ class PermissionCallback:
 
     policy: PermissionPolicy
     tools: dict[str, ToolMetadata]
-    prompter: Prompter
+    prompter: Prompter | None = None
     rules: RuleSet = field(default_factory=RuleSet)
     plan_submitted: bool = False
     records: list[ApprovalRecord] = field(default_factory=list)
@@ -135,15 +144,9 @@ class PermissionCallback:
             require_approval=self.policy.require_approval,
         )
 
-    async def __call__(self, call: ToolCall) -> bool:
+    async def __call__(self, call: ToolCall) -> Approval:
         verdict = self.evaluate(call)
-        if verdict.decision is Decision.APPROVE:
-            approved = True
-        elif verdict.decision is Decision.DENY:
-            approved = False
-        else:
-            answer = self.prompter(call)
-            approved = bool(await answer) if inspect.isawaitable(answer) else bool(answer)
+        approved = verdict.decision is Decision.APPROVE
         if approved and call.name == PLAN_TOOL_NAME:
             self.plan_submitted = True
         self.records.append(
@@ -158,7 +161,40 @@ class PermissionCallback:
                 source=verdict.source,
             )
         )
-        return approved
+        if verdict.decision is Decision.APPROVE:
+            return Approval.allow(verdict.reason, rule=verdict.rule)
+        if verdict.decision is Decision.DENY:
+            return Approval.deny(verdict.reason, rule=verdict.rule)
+        return Approval.ask(verdict.reason, rule=verdict.rule)
+
+    @property
+    def answerer(self) -> Answerer | None:
+        """The ``prompter`` this callback was built with, as the runtime's answerer.
+
+        The runtime pauses durably for every "ask" first; it then asks this
+        answerer (when it has no answerer of its own), so a prompter is one way
+        to answer a pause, never a way around it.
+        """
+        prompter = self.prompter
+        if prompter is None:
+            return None
+
+        async def answer(request: HumanRequest) -> Answer | None:
+            if request.kind is RequestKind.QUESTION:
+                return None  # a yes/no prompter cannot answer a question
+            call = ToolCall(
+                tool_call_id=request.tool_call_id,
+                name=request.tool_name,
+                arguments=dict(request.arguments),
+            )
+            given = prompter(call)
+            if inspect.isawaitable(given):
+                given = await given
+            if given is None:
+                return None
+            return Answer.approve(by="prompter") if given else Answer.deny(by="prompter")
+
+        return answer
 
 
 def _metadata(tools: Iterable[Any]) -> dict[str, ToolMetadata]:
@@ -183,7 +219,9 @@ def build_approval_callback(
     return PermissionCallback(
         policy=policy,
         tools=_metadata(tools),
-        prompter=prompter or InteractivePrompter(stdin=stdin, stdout=stdout),
+        prompter=prompter
+        if prompter is not None or (stdin is None and stdout is None)
+        else InteractivePrompter(stdin=stdin, stdout=stdout),
         rules=rules or RuleSet(),
     )
 

@@ -7,6 +7,7 @@ Workspace tools resolve their root from :func:`bind_workspace`; ``run_shell``
 
 from __future__ import annotations
 
+from avo_tools.ask_tool import ask_user_tool
 from avo_tools.errors import (
     EditFileError,
     EgressDeniedError,
@@ -34,6 +35,7 @@ __all__ = [
     "Workspace",
     "WorkspaceNotBoundError",
     "WorkspacePathError",
+    "ask_user_tool",
     "batch_replace_tool",
     "bind_sandbox",
     "bind_workspace",

@@ -133,6 +133,7 @@ _CATALOG: tuple[tuple[str, str, str, ToolRisk, str], ...] = (
     ("run_shell", "shell_tool", "run_shell_tool", ToolRisk.EXECUTE, "Shell in the sandbox."),
     ("submit_plan", "plan_tools", "submit_plan_tool", ToolRisk.INSPECT, "Submit a plan."),
     ("plan_tasks", "plan_tools", "plan_tasks_tool", ToolRisk.INSPECT, "Task list."),
+    ("ask_user", "ask_tool", "ask_user_tool", ToolRisk.INSPECT, "Ask the user a question."),
     ("web_search", "web_tools", "web_search_tool", ToolRisk.EXECUTE, "Web search."),
 )
 
@@ -194,5 +195,6 @@ test_runner = provides(SPECS["test_runner"])
 run_shell = provides(SPECS["run_shell"])
 submit_plan = provides(SPECS["submit_plan"])
 plan_tasks = provides(SPECS["plan_tasks"])
+ask_user = provides(SPECS["ask_user"])
 web_fetch = provides(SPECS["web_fetch"])
 web_search = provides(SPECS["web_search"])
