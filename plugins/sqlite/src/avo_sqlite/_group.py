@@ -27,15 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from avo_sqlite._core import SQLiteCore
     from avo_sqlite._worker import Worker
-
-GROUP_WINDOW = 0.02
-"""Seconds after another run's write during which commits are grouped, not immediate."""
 
 
 def cancel_again() -> None:
@@ -57,21 +53,22 @@ class GroupCommit:
     def __init__(self, core: SQLiteCore, worker: Worker) -> None:
         self._core = core
         self._worker = worker
-        self._waiting: dict[int, asyncio.Future[None]] = {}  # transaction -> settled
+        self._waiting: dict[int, list[asyncio.Future[None]]] = {}  # transaction -> waiters
         self._soon: dict[int, asyncio.Handle] = {}  # transaction -> its commit, this round
         self.in_flight: asyncio.Future[Any] | None = None  # a commit on the worker thread
         self._last_run: str | None = None
-        self._grouping_until = 0.0
 
     # ------------------------------------------------------------------ waiting
-    async def durable(self, gen: int, run_id: str) -> None:
+    async def durable(self, gen: int, grouped: bool) -> None:
         """Return once transaction ``gen`` (holding this caller's write) is committed.
 
-        Raises the commit's StorageError if it failed (nothing of it was stored).
+        ``grouped``: other runs are writing too (:meth:`grouping`), so the commit
+        waits for the end of the round. Raises the commit's StorageError if it
+        failed (nothing of it was stored).
         """
         core = self._core
         if core.committed_gen < gen:
-            if not self._grouping(run_id) and self.in_flight is None and gen not in self._soon:
+            if not grouped and self.in_flight is None and gen not in self._soon:
                 self._commit(gen)  # alone: commit now (inline when it cannot block)
             if core.committed_gen < gen:
                 await self._settled(gen)
@@ -80,20 +77,21 @@ class GroupCommit:
             raise error
 
     async def _settled(self, gen: int) -> None:
-        future = self._waiting.get(gen)
-        if future is None:
-            loop = asyncio.get_running_loop()
-            future = self._waiting[gen] = loop.create_future()
-            if gen not in self._soon:  # commit at the end of this round
-                self._soon[gen] = loop.call_soon(self._commit, gen)
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            # The write is staged and is committed (or fails) with its group: report
-            # that outcome, and deliver the cancellation at the caller's next await.
-            while not future.done():
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(future)
+        """Wait until transaction ``gen`` is settled (each waiter has its own future)."""
+        loop = asyncio.get_running_loop()
+        if gen not in self._soon and gen not in self._waiting:  # commit at the end of the round
+            self._soon[gen] = loop.call_soon(self._commit, gen)
+        cancelled = False
+        while self._core.committed_gen < gen:
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiting.setdefault(gen, []).append(future)
+            try:
+                await future
+            except asyncio.CancelledError:
+                # The write is staged and is committed (or fails) with its group: wait
+                # for that outcome, and deliver the cancellation at the next await.
+                cancelled = True
+        if cancelled:
             cancel_again()
 
     def later(self) -> None:
@@ -120,14 +118,16 @@ class GroupCommit:
         if error is not None:
             raise error
 
-    def _grouping(self, run_id: str) -> bool:
-        """True while more than one run writes: then a commit waits for the round's writes."""
-        now = time.monotonic()
-        if run_id != self._last_run:
-            if self._last_run is not None:
-                self._grouping_until = now + GROUP_WINDOW
-            self._last_run = run_id
-        return now < self._grouping_until
+    def grouping(self, run_id: str) -> bool:
+        """True while more than one run writes: the last write was another run's.
+
+        Then a commit waits for the round's writes; one run writing alone
+        commits at once. (A count, not a clock: a slow machine must not split
+        groups.)
+        """
+        grouping = self._last_run is not None and run_id != self._last_run
+        self._last_run = run_id
+        return grouping
 
     # ------------------------------------------------------------------ committing
     def _commit(self, gen: int) -> None:
@@ -167,9 +167,9 @@ class GroupCommit:
         """Wake the waiters of every transaction settled so far (committed or failed)."""
         settled = self._core.committed_gen
         for gen in [g for g in self._waiting if g <= settled]:
-            future = self._waiting.pop(gen)
-            if not future.done():
-                future.set_result(None)
+            for future in self._waiting.pop(gen):
+                if not future.done():
+                    future.set_result(None)
 
 
 __all__ = ["GroupCommit", "cancel_again"]

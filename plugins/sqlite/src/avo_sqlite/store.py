@@ -80,7 +80,7 @@ class SQLiteEventStore(SQLiteSessions):
     def __repr__(self) -> str:
         return f"SQLiteEventStore({str(self.path)!r})"
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _call(self, fn: Callable[..., T], *args: Any, turn: bool = True) -> T:
         """Run ``fn`` now if it cannot block, else on the worker thread.
 
         A call runs on the event loop thread only when the connection is free and
@@ -96,7 +96,8 @@ class SQLiteEventStore(SQLiteSessions):
         # step but doubles other tasks' p99 wait in benchmarks/store_growth.py.) It
         # comes before the call, not after: a cancellation landing here stores nothing,
         # and once an inline call ran nothing is awaited before its result is returned.
-        await asyncio.sleep(0)
+        if turn:
+            await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
         while self._group.in_flight is not None:
@@ -138,9 +139,12 @@ class SQLiteEventStore(SQLiteSessions):
 
     async def _write(self, run_id: str, fn: Callable[..., T], *args: Any) -> T:
         """A core write, returned once durable when it must be (see ``_group``)."""
-        result, gen, durable = await self._call(self._staged, fn, *args)
+        # While runs write together, a write that must be durable waits for the round's
+        # group commit anyway: that is its turn, and writing at once joins this round.
+        grouped = self._group.grouping(run_id)
+        result, gen, durable = await self._call(self._staged, fn, *args, turn=not grouped)
         if durable:
-            await self._group.durable(gen, run_id)
+            await self._group.durable(gen, grouped)
         else:
             self._group.later()
         return result
