@@ -254,7 +254,7 @@ class InlineSQLite(TimedSQLite):
     def __init__(self, path: Path) -> None:
         super().__init__(path, commit_delay=0)  # no buffered writes: the worker never flushes
 
-    async def _call(self, fn: Any, *args: Any) -> Any:
+    async def _call(self, fn: Any, *args: Any, turn: bool = True) -> Any:
         return fn(*args)
 
 
