@@ -29,6 +29,20 @@ class Place:
         self.terminals.append(term)
         return term
 
+    def runs(self) -> list[dict[str, object]]:
+        """``avo runs list --json`` in the workspace."""
+        import json
+
+        done = subprocess.run(
+            [sys.executable, "-m", "avo.cli", "runs", "list", "--json"],
+            cwd=self.workspace,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return list(json.loads(done.stdout))
+
     def pipe(
         self, *args: str, stdin: str, timeout: float = 60, **extra: str
     ) -> subprocess.CompletedProcess[str]:

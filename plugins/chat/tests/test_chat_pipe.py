@@ -35,6 +35,11 @@ def test_the_session_over_a_pipe_is_plain_text(place: Place) -> None:
     assert "→ write_file path=notes.md" in err and "✓ write_file" in err
     assert "✓ edit_file" in err and "@ attached notes.md" in err
     assert (place.workspace / "notes.md").read_text() == "version one\n"
+    tasks = [str(run["task"]) for run in place.runs()]
+    asked = next(task for task in tasks if task.startswith("what does it say"))
+    assert '<attached source="$ cat notes.md (exit 0)">\nversion one\n</attached>' in asked
+    changed = next(task for task in tasks if task.startswith("change @notes.md"))
+    assert '<attached source="notes.md">\nversion one\n</attached>' in changed
 
 
 def test_bad_input_is_one_line_and_the_chat_goes_on(place: Place) -> None:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from chat_kit import Place
 
 STORY = " ".join(f"word{i}" for i in range(60)) + " THE END"
@@ -29,18 +25,6 @@ location = "chat.db"
 """
 
 
-def _runs(place: Place) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "avo.cli", "runs", "list", "--json"],
-        cwd=place.workspace,
-        env=place.env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return list(json.loads(done.stdout))
-
-
 def test_ctrl_c_interrupts_the_turn_and_avo_resume_continues_it(place: Place) -> None:
     place.config(CONFIG)
     term = place.terminal("chat")
@@ -53,7 +37,7 @@ def test_ctrl_c_interrupts_the_turn_and_avo_resume_continues_it(place: Place) ->
     assert "THE END" not in term.text()
     term.ctrl("d")
     assert term.wait_exit() == 0
-    [run] = _runs(place)
+    [run] = place.runs()
     assert run["state"] == "paused"  # resumable, not cancelled
 
     again = place.terminal("resume")
@@ -66,5 +50,5 @@ def test_ctrl_c_interrupts_the_turn_and_avo_resume_continues_it(place: Place) ->
     again.wait_for("2 turns:")
     again.ctrl("d")
     assert again.wait_exit() == 0
-    states = sorted(str(r["state"]) for r in _runs(place))
+    states = sorted(str(r["state"]) for r in place.runs())
     assert states == ["completed", "completed"]

@@ -137,9 +137,14 @@ class Chat:
         if self.store is not None:
             options["event_store"] = self.store
             options["manager"] = self.manager
-        if "answerer" in inspect.signature(compose).parameters:
+        answers_pauses = "answerer" in inspect.signature(compose).parameters
+        if answers_pauses:
             options["answerer"] = self.answer
         composition = compose(**options)
+        if not answers_pauses:  # a kernel without the durable pause: ask through the prompter
+            callback = composition.runtime.approval_callback
+            if hasattr(callback, "prompter"):
+                callback.prompter = self._prompt
         if self.store is None:
             self.store = composition.event_store
         self.composition = composition
@@ -191,8 +196,8 @@ class Chat:
     def model_label(self) -> str:
         """``provider/model`` of the runtime new turns use."""
         runtime = self.composition.runtime
-        provider = runtime._provider_name if hasattr(runtime, "_provider_name") else None
-        name = getattr(runtime.provider, "name", None) or provider or "?"
+        configured = self.config.provider
+        name = configured.name if configured else getattr(runtime.provider, "name", None) or "?"
         model = getattr(runtime.provider, "model", None)
         return f"{name}/{model}" if model and model != name else str(name)
 
@@ -387,6 +392,20 @@ class Chat:
         self.screen.end_stream()
         shown = preview(request, self.workspace, self._metadata(request.tool_name))
         return await self.screen.ask_approval(request, shown)
+
+    async def _prompt(self, call: Any) -> bool:
+        """Ask about ``call`` inline (permission modes on a kernel without the durable pause)."""
+        from avo.approval import AnswerKind, HumanRequest, RequestKind
+
+        request = HumanRequest(
+            run_id=self.current_run or "",
+            tool_call_id=call.tool_call_id,
+            kind=RequestKind.APPROVAL,
+            tool_name=call.name,
+            arguments=dict(call.arguments),
+        )
+        answer = await self.answer(request)
+        return answer is not None and answer.kind is AnswerKind.APPROVE
 
     # -- switching --------------------------------------------------------------------
 

@@ -109,13 +109,14 @@ class Pricer:
         from_env = rates_from_env(self.environ)
         if from_env is not None:
             return from_env
-        pricing = self._pricing(provider)
-        if model in pricing:
-            rate_in, rate_out = pricing[model]
-            return Decimal(rate_in), Decimal(rate_out)
+        for pricing in (self._pricing(provider), self._catalog()):
+            if model in pricing:
+                rate_in, rate_out = pricing[model]
+                return Decimal(rate_in), Decimal(rate_out)
         return None
 
     def _pricing(self, provider: str) -> Mapping[str, Any]:
+        """The price list of the plugin named ``provider`` (empty when there is none)."""
         if provider not in self._plugin_prices:
             try:
                 spec = self.manager.get("provider", provider)
@@ -123,6 +124,17 @@ class Pricer:
             except Exception:  # a provider that is gone or broken prices nothing
                 self._plugin_prices[provider] = {}
         return self._plugin_prices[provider]
+
+    def _catalog(self) -> Mapping[str, Any]:
+        """Every provider plugin's prices by model (a provider object may name itself
+        differently from its plugin, e.g. ``openai-compatible`` for ``openai``)."""
+        if "*" not in self._plugin_prices:
+            merged: dict[str, Any] = {}
+            for name in self.manager.names("provider"):
+                for model, rates in self._pricing(name).items():
+                    merged.setdefault(model, rates)
+            self._plugin_prices["*"] = merged
+        return self._plugin_prices["*"]
 
     def cost(self, provider: str, model: str, usage: TokenUsage) -> Decimal | None:
         """USD for ``usage`` of ``model`` (None: no price known)."""
@@ -138,7 +150,9 @@ def money(value: Decimal | None, partial: bool = False) -> str:
     """``$0.0123`` (``+`` when part of the usage has no price, ``?`` when none has)."""
     if value is None:
         return "$?"
-    text = f"${value:.4f}" if value < 1 else f"${value:.2f}"
+    # small amounts keep their digits: $0.00045, not $0.0004
+    small = f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+    text = f"${small}" if value < 1 else f"${value:.2f}"
     return text + ("+" if partial else "")
 
 
