@@ -348,8 +348,6 @@ class TerminalUI:
             style=STYLE,
             full_screen=False,
             mouse_support=False,
-            min_redraw_interval=0.02,
-            refresh_interval=0.1,
             erase_when_done=False,
         )
 
@@ -420,14 +418,13 @@ class TerminalUI:
         self.ctrl_c = 0
         self.buffer.append_to_history()
         self.buffer.reset()
+        if not self.busy:
+            self._start(text)  # first, so the kernel thread works while the entry is printed
+        elif self.chat.current_run is not None:
+            self.driver.submit(handle_busy(self.chat, text))
+        else:
+            self.queued.append(text)
         self._commit(self.renderer.entry(text, self.width))
-        if self.busy:
-            if self.chat.current_run is not None:
-                self.driver.submit(handle_busy(self.chat, text))
-            else:
-                self.queued.append(text)
-            return
-        self._start(text)
 
     def _start(self, text: str) -> None:
         self.work_started = time.monotonic()
@@ -489,13 +486,24 @@ class TerminalUI:
         opening = self.driver.submit(self.chat.open())
         self.work, self.work_started = opening, time.monotonic()
         opening.add_done_callback(lambda _: self._ui(self._opened))
-        await self.app.run_async()
+        ticker = asyncio.ensure_future(self._tick())
+        try:
+            await self.app.run_async()
+        finally:
+            ticker.cancel()
         if self.chat.current_run is not None:  # leaving mid-turn: pause it durably first
             self.driver.call_soon(self.chat.interrupt)
         if self.work is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.wrap_future(self.work), 10)
         return 0
+
+    async def _tick(self) -> None:
+        """Redraw ten times a second while something moves (spinners, elapsed times)."""
+        while True:
+            await asyncio.sleep(0.1)
+            if self.busy or self.tools:
+                self.app.invalidate()
 
     def _opened(self) -> None:
         work = self.work
