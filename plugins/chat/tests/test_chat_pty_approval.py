@@ -42,3 +42,68 @@ def test_an_approval_shows_the_diff_and_y_lets_the_call_run(place: Place) -> Non
     assert (place.workspace / "notes.md").read_text() == "alpha\nBETA\n"
     term.ctrl("d")
     assert term.wait_exit() == 0
+
+
+DENY_CONFIG = """
+tools = ["write_file", "ask_user"]
+
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {name = "write_file", arguments = {path = "out.txt", content = "x\\n"}}
+
+[[provider.settings.script]]
+tool_call.name = "ask_user"
+tool_call.arguments = {question = "Which file then?", choices = ["notes.md", "todo.md"]}
+
+[[provider.settings.script]]
+content = "I will use todo.md instead."
+
+[[provider.settings.script]]
+tool_call = {name = "write_file", arguments = {path = "todo.md", content = "y\\n"}}
+
+[[provider.settings.script]]
+content = "wrote todo.md"
+
+[store]
+location = "chat.db"
+"""
+
+
+def test_a_refusal_with_a_reason_a_question_and_ctrl_c_at_an_approval(place: Place) -> None:
+    place.config(DENY_CONFIG)
+    term = place.terminal("chat")
+    term.wait_for("/help lists commands")
+    term.enter("write the output")
+    term.wait_for("approve write_file out.txt?")
+    term.wait_for("approve? y / n")
+    term.enter("not there, ask me where")  # a refusal whose reason the model reads
+    term.wait_for("✗ write_file denied")
+    term.wait_for("Which file then?")
+    term.wait_for("2. todo.md")
+    term.enter("2")  # a choice by its number
+    term.wait_for("I will use todo.md instead.")
+    assert not (place.workspace / "out.txt").exists()
+
+    term.enter("go on")
+    term.wait_for("approve write_file todo.md?")
+    term.wait_for("approve? y / n")
+    term.ctrl("c")  # no answer: the turn stays paused, durably
+    term.wait_for("no answer: the turn stays paused")
+    term.ctrl("d")
+    assert term.wait_exit() == 0
+    assert not (place.workspace / "todo.md").exists()
+    waiting = [run for run in place.runs() if run["state"] == "paused"]
+    assert len(waiting) == 1
+
+    again = place.terminal("resume")  # asks again, in the new process
+    again.wait_for("approve write_file todo.md?")
+    again.wait_for("approve? y / n")
+    again.enter("y")
+    again.wait_for("wrote todo.md")
+    again.ctrl("d")
+    assert again.wait_exit() == 0
+    assert (place.workspace / "todo.md").read_text() == "y\n"
+    events = [run for run in place.runs() if run["state"] != "completed"]
+    assert events == []

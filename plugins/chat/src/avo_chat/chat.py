@@ -12,7 +12,6 @@ the event store and written only through the kernel's operations.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,14 +136,8 @@ class Chat:
         if self.store is not None:
             options["event_store"] = self.store
             options["manager"] = self.manager
-        answers_pauses = "answerer" in inspect.signature(compose).parameters
-        if answers_pauses:
-            options["answerer"] = self.answer
+        options["answerer"] = self.answer  # a pause for a person is asked here, inline
         composition = compose(**options)
-        if not answers_pauses:  # a kernel without the durable pause: ask through the prompter
-            callback = composition.runtime.approval_callback
-            if hasattr(callback, "prompter"):
-                callback.prompter = self._prompt
         if self.store is None:
             self.store = composition.event_store
         self.composition = composition
@@ -181,6 +174,11 @@ class Chat:
 
         self.compose()
         self.commands = CommandRegistry.load(self.manager)
+        if not self.screen.plain:
+            self.screen.say(
+                f"avo chat · {self.model_label()} · /help lists commands · Ctrl-D leaves",
+                style="dim",
+            )
         await sessions.open_session(self)
         self.refresh_status()
 
@@ -293,9 +291,6 @@ class Chat:
             if message:
                 steer(run_id, message, runtime=composition.runtime, source="chat", on_resume=True)
 
-        options: dict[str, Any] = {}
-        if "answerer" in inspect.signature(resume).parameters:
-            options["answerer"] = self.answer
         self.screen.say(f"continuing the interrupted turn {run_id[:8]}", style="dim")
         return await self._drive(
             run_id,
@@ -306,7 +301,7 @@ class Chat:
                 stream_callback=self.screen.stream,
                 owner=owner_name("avo-chat"),
                 on_composed=composed,
-                **options,
+                answerer=self.answer,
             ),
         )
 
@@ -392,20 +387,6 @@ class Chat:
         self.screen.end_stream()
         shown = preview(request, self.workspace, self._metadata(request.tool_name))
         return await self.screen.ask_approval(request, shown)
-
-    async def _prompt(self, call: Any) -> bool:
-        """Ask about ``call`` inline (permission modes on a kernel without the durable pause)."""
-        from avo.approval import AnswerKind, HumanRequest, RequestKind
-
-        request = HumanRequest(
-            run_id=self.current_run or "",
-            tool_call_id=call.tool_call_id,
-            kind=RequestKind.APPROVAL,
-            tool_name=call.name,
-            arguments=dict(call.arguments),
-        )
-        answer = await self.answer(request)
-        return answer is not None and answer.kind is AnswerKind.APPROVE
 
     # -- switching --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
 from avo_chat.approvals import parse_approval, parse_reply
+from avo_chat.render import took as took_text
 
 if TYPE_CHECKING:
     from avo.approval import Answer, HumanRequest
@@ -91,7 +92,7 @@ class PlainScreen:
         self._write(self.err, f"→ {view.name} {view.summary}".rstrip() + "\n")
 
     def tool_finished(self, view: ToolView) -> None:
-        took = f" ({view.elapsed:.1f}s)" if view.duration_ms is not None else ""
+        took = f" ({took_text(view.elapsed)})" if view.duration_ms is not None else ""
         if view.ok:
             lines = [f"✓ {view.name}{took}"]
         else:
@@ -145,6 +146,7 @@ class PlainScreen:
         lines += [f"  {line}" for line in preview.body.rstrip("\n").splitlines()]
         self._write(self.err, "\n".join(lines) + "\n[y/N] ")
         line = await self._line()
+        self._write(self.err, f"{line}\n" if line is not None else "")
         if line is None:
             self._write(self.err, "\n(no answer: the turn stays paused; avo resume asks again)\n")
         return parse_approval(line)

@@ -79,7 +79,7 @@ class Renderer:
         line.append(view.name, style="bold")
         if view.summary:
             line.append(" " + view.summary, style="cyan")
-        line.append(f"  {_took(view.elapsed)}", style="dim")
+        line.append(f"  {took(view.elapsed)}", style="dim")
         if not view.ok and view.error:
             line.append(f"\n    {view.error}", style="red")
         else:
@@ -143,14 +143,14 @@ class Renderer:
         )
 
 
-def _took(seconds: float) -> str:
+def took(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def running(view: ToolView, frame: str) -> str:
     """The live line of a tool still running."""
     summary = f" {view.summary}" if view.summary else ""
-    return f"  {frame} {view.name}{summary}  {_took(view.elapsed)}"
+    return f"  {frame} {view.name}{summary}  {took(view.elapsed)}"
 
 
 def split_blocks(text: str) -> int:
@@ -179,4 +179,4 @@ def split_blocks(text: str) -> int:
     return cut
 
 
-__all__ = ["MARK", "Renderer", "running", "split_blocks"]
+__all__ = ["MARK", "Renderer", "running", "split_blocks", "took"]

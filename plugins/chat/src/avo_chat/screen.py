@@ -140,10 +140,32 @@ def output_text(value: Any) -> str:
                     text += rest.pop("stderr")
                 head = json.dumps(rest, ensure_ascii=False, sort_keys=True, default=str)
                 return (head + "\n" if rest else "") + text
+        listed = [k for k, v in value.items() if isinstance(v, list) and v and _records(v)]
+        if len(listed) == 1:  # {"matches": [{path, line, text}, ...], "truncated": false}
+            rest = {k: v for k, v in value.items() if k != listed[0] and v not in ("", None)}
+            head = json.dumps(rest, ensure_ascii=False, sort_keys=True, default=str)
+            rows = "\n".join(_record_line(item) for item in value[listed[0]])
+            return (head + "\n" if rest else "") + rows
     compact = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     if len(compact) <= 120:
         return compact
     return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+
+
+def _records(items: list[Any]) -> bool:
+    return all(isinstance(item, dict) for item in items)
+
+
+def _record_line(item: dict[str, Any]) -> str:
+    """``path:line: text`` for search hits, else the record as one line of JSON."""
+    if "path" in item:
+        where = str(item["path"]) + (f":{item['line']}" if "line" in item else "")
+        rest = {k: v for k, v in item.items() if k not in ("path", "line")}
+        text = rest.pop("text", None)
+        if text is None and rest:
+            text = " ".join(str(v) for v in rest.values())
+        return f"{where}: {text}" if text is not None else where
+    return json.dumps(item, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def fold(text: str, lines: int = FOLD_LINES, width: int = LINE_CHARS) -> tuple[list[str], int]:

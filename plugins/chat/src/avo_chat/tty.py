@@ -474,6 +474,8 @@ class TerminalUI:
         self._commit_notice("press Ctrl-C again or Ctrl-D to leave", "dim")
 
     def _exit(self) -> None:
+        self._flush_live()  # what is still streaming goes to the scrollback, once
+        self.tools.clear()
         if self.app.is_running:
             with contextlib.suppress(Exception):  # already leaving
                 self.app.exit()
@@ -510,12 +512,9 @@ class TerminalUI:
         error = work.exception() if work is not None else None
         if error is not None:
             self.opening_error = error
+            self.app.erase_when_done = True  # the error alone is shown (one line on stderr)
             self._exit()
             return
-        self._commit_notice(
-            f"avo chat · {self.chat.model_label()} · /help lists commands · Ctrl-D leaves",
-            "dim",
-        )
         self._work_done()
 
 
