@@ -115,7 +115,7 @@ _BUILTINS: tuple[tuple[str, str, str, str, str, tuple[str, ...], bool], ...] = (
     ),
     ("grep", _WORK, "grep", "search file contents", "PATTERN [GLOB]", (), True),
     ("find", _WORK, "find", "find files by name", "[GLOB]", ("search",), True),
-    ("map", _WORK, "map", "the workspace's layout", "[DEPTH]", ("tree",), True),
+    ("map", _WORK, "map_", "the workspace's layout", "[DEPTH]", ("tree",), True),
     ("symbols", _WORK, "symbols", "functions and classes in a file", "PATH", (), True),
 )
 

@@ -136,7 +136,7 @@ def tools(chat: ChatContext, argument: str) -> None:
 def _skill_dirs(chat: ChatContext) -> list[Path]:
     home = chat.environ.get("HOME")
     dirs = [chat.workspace / ".avo" / "skills"]
-    if home:
+    if home and Path(home).resolve() != chat.workspace:
         dirs.append(Path(home) / ".avo" / "skills")
     return dirs
 

@@ -160,7 +160,7 @@ async def find(chat: ChatContext, argument: str) -> None:
     _show_text(chat, "\n".join(map(str, matches)) if matches else "no files match")
 
 
-async def map(chat: ChatContext, argument: str) -> None:
+async def map_(chat: ChatContext, argument: str) -> None:
     """The workspace's files (up to N, default 200) and the recently changed ones."""
     limit = int(argument) if argument.isdigit() else 200
     output = await _tool(chat, "workspace_map", {"max_entries": limit})
@@ -189,7 +189,7 @@ __all__ = [
     "grep",
     "lint",
     "log",
-    "map",
+    "map_",
     "shell",
     "stash",
     "symbols",
