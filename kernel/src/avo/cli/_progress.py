@@ -82,7 +82,8 @@ class ProgressPrinter:
             calls = response.get("tool_calls") if isinstance(response, dict) else None
             if not calls and isinstance(response, dict) and response.get("tool_call"):
                 calls = [response["tool_call"]]  # a log written before parallel calls
-            names = [c.get("name") for c in calls or () if isinstance(c, dict)]
+            listed = calls if isinstance(calls, list) else []
+            names = [c.get("name") for c in listed if isinstance(c, dict)]
             what = f"tool call {', '.join(map(str, names))}" if names else "answer"
             return f"  · step {payload.get('step')}: model chose {what}"
         if kind is EventType.CHECKPOINT_CREATED and self.verbosity >= 3:
