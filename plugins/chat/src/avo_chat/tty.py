@@ -20,13 +20,11 @@ import concurrent.futures
 import contextlib
 import sys
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application, run_in_terminal
 from prompt_toolkit.buffer import Buffer
-from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import ANSI, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -48,15 +46,13 @@ from prompt_toolkit.styles import Style
 
 from avo_chat.approvals import parse_approval, parse_reply
 from avo_chat.chat import Chat, ChatOptions
+from avo_chat.completion import ChatCompleter
 from avo_chat.dispatch import handle, handle_busy
 from avo_chat.driver import Driver
-from avo_chat.mentions import complete as complete_path
 from avo_chat.render import MARK, Renderer, running, split_blocks
 from avo_chat.screen import Status, ToolView
 
 if TYPE_CHECKING:
-    from prompt_toolkit.completion import CompleteEvent
-    from prompt_toolkit.document import Document
     from prompt_toolkit.key_binding import KeyPressEvent
 
     from avo.approval import Answer, HumanRequest
@@ -78,35 +74,6 @@ STYLE = Style.from_dict(
 class _Question:
     prompt: str
     future: concurrent.futures.Future[str | None]
-
-
-class _Completer(Completer):
-    """/commands at the start, @paths anywhere, tool names on Tab."""
-
-    def __init__(self, ui: TerminalUI) -> None:
-        self.ui = ui
-
-    def get_completions(
-        self, document: Document, complete_event: CompleteEvent
-    ) -> Iterable[Completion]:
-        text = document.text_before_cursor
-        word = document.get_word_before_cursor(WORD=True)
-        registry = self.ui.chat.commands
-        if text.startswith("/") and " " not in text and registry is not None:
-            for name in registry.words():
-                if name.startswith(text[1:]):
-                    info = registry.find(name)
-                    meta = info.spec.help if info and info.spec else ""
-                    yield Completion("/" + name, start_position=-len(text), display_meta=meta)
-            return
-        if word.startswith("@"):
-            for path in complete_path(self.ui.chat.workspace, word[1:]):
-                yield Completion("@" + path, start_position=-len(word))
-            return
-        if complete_event.completion_requested and len(word) >= 2:
-            for name in self.ui.tool_names:
-                if name.startswith(word):
-                    yield Completion(name, start_position=-len(word), display_meta="tool")
 
 
 class TerminalUI:
@@ -316,7 +283,7 @@ class TerminalUI:
         self.buffer = Buffer(
             multiline=True,
             history=history,
-            completer=_Completer(self),
+            completer=ChatCompleter(self),
             complete_while_typing=Condition(self._completing),
             enable_history_search=False,
         )
