@@ -48,6 +48,7 @@ def test_a_turn_streams_markdown_and_shows_each_tool_call(place: Place) -> None:
     term.wait_for("✓ write_file")
     term.wait_for("✓ read_file")
     term.wait_for("print('hi')")
+    term.wait_until(lambda t: "working" not in t.display(), what="the end of the turn")
     text = term.text()
     assert MARK + " write some notes" in text
     assert "notes.md" in text.split("✓ write_file", 1)[1].splitlines()[0]

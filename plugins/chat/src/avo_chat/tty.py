@@ -99,6 +99,7 @@ class TerminalUI:
         self.queued: list[str] = []
         self.ctrl_c = 0
         self._gap = False  # a blank line before the next answer block (after tool lines)
+        self._pending: list[str] = []  # committed, waiting for the terminal
         self.opening_error: BaseException | None = None
         self.app = self._build()
 
@@ -176,13 +177,17 @@ class TerminalUI:
     # -- the UI thread's side -------------------------------------------------------
 
     def _commit(self, ansi: str) -> None:
+        """Print ``ansi`` above the input; until it is printed it shows in the live area."""
         text = ansi if ansi.endswith("\n") else ansi + "\n"
 
         def write() -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
+            if self._pending and self._pending[0] is text:
+                self._pending.pop(0)
 
         if self.app.is_running:
+            self._pending.append(text)
             run_in_terminal(write)
         else:
             write()
@@ -241,6 +246,8 @@ class TerminalUI:
 
     def _live(self) -> Any:
         parts: list[tuple[str, str]] = []
+        if self._pending:  # printed once the terminal is free; shown meanwhile
+            parts.extend(ANSI("".join(self._pending)).__pt_formatted_text__())
         if self.live_text:
             width = self.width
             if self._live_ansi is None or width != self._live_width:
@@ -319,7 +326,9 @@ class TerminalUI:
         )
 
     def _has_live(self) -> bool:
-        return bool(self.live_text or self.tools or (self.busy and self.question is None))
+        return bool(
+            self._pending or self.live_text or self.tools or (self.busy and self.question is None)
+        )
 
     def _completing(self) -> bool:
         text = self.buffer.document.text_before_cursor
