@@ -44,6 +44,7 @@ def _fake_provider() -> Any:
             settings_model=FakeProviderSettings,
             models=("fake",),
             capabilities=ProviderCapabilities(streaming=True, tool_calls=True),
+            embeddings={"fake-embed": 64},
         )
     )
 

@@ -106,6 +106,8 @@ async def prepare(
             event_store=rt.event_store,
             environ=rt._environ,
             workspace=Path(rt.workspace) if rt.workspace is not None else Path.cwd(),
+            task=task,
+            redactor=rt.redactor,
         )
         setup.bundles = await open_bundles(rt, rt._bundles, run)
     return setup

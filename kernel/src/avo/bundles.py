@@ -66,6 +66,10 @@ class BundleRun:
     event_store: Any
     environ: Mapping[str, str]
     workspace: Path
+    task: str = ""
+    """The run's task (as recorded: secrets masked when resumed)."""
+    redactor: Any = None
+    """The runtime's :class:`~avo.redaction.Redactor` (what it masks in events), or None."""
 
 
 @dataclass

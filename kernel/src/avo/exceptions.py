@@ -31,7 +31,8 @@
     ├── SteeringError               (a message for a run that is not working here)
     ├── OptionalDependencyError     (a name whose implementation lives in a plugin)
     ├── HookError                   (a hook executor got no decision: crash, timeout, ...)
-    └── ApprovalError               (an answer to a paused run that cannot be recorded)
+    ├── ApprovalError               (an answer to a paused run that cannot be recorded)
+    └── MemoryStoreError            (a long-term memory store failed or was misconfigured)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
 callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
@@ -298,6 +299,18 @@ class ApprovalError(AvoError):
         self.tool_call_id = tool_call_id
 
 
+class MemoryStoreError(AvoError):
+    """A long-term memory store could not recall, remember, list or forget.
+
+    Also raised for a memory or embedding configuration that cannot work (an
+    embedding provider that returns vectors of the wrong size, say).
+    """
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
 __all__ = [
     "ApprovalError",
     "AvoError",
@@ -312,6 +325,7 @@ __all__ = [
     "InvalidStateTransitionError",
     "LeaseError",
     "MCPError",
+    "MemoryStoreError",
     "NotifierError",
     "OptionalDependencyError",
     "OutputSchemaError",

@@ -4,8 +4,8 @@ A plugin is any module or object with functions decorated by
 :data:`hookimpl` whose names match the specs below. Plugins reach the kernel
 through entry points (groups ``avo.providers``, ``avo.tools``, ``avo.stores``,
 ``avo.notifiers``, ``avo.hooks``, ``avo.permissions``, ``avo.sandboxes``,
-``avo.commands``, ``avo.shapers``, ``avo.bundles``); the entry point's name is
-the name the plugin registers and its value is the plugin object (usually
+``avo.commands``, ``avo.shapers``, ``avo.bundles``, ``avo.memory``); the entry
+point's name is the name the plugin registers and its value is the plugin object (usually
 built with :func:`avo.plugins.provides`).
 
 Hooks only grow: new arguments may be added and an implementation may accept
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         BundleSpec,
         CommandSpec,
         HookPluginSpec,
+        MemorySpec,
         NotifierSpec,
         PermissionSpec,
         ProviderSpec,
@@ -167,6 +168,18 @@ def avo_register_slash_commands(register: Callable[[SlashCommandSpec], None]) ->
     """
 
 
+@hookspec
+def avo_register_memory(register: Callable[[MemorySpec], None]) -> None:
+    """Register long-term memory providers (SQLite FTS5, PostgreSQL, a vector database).
+
+    :param register: call once per provider with a :class:`~avo.plugins.MemorySpec`;
+        its factory builds the memory store ``[memory] provider`` names (see
+        :mod:`avo.memory`).
+
+    Dispatch: all implementations are called; fires when the manager loads the plugin.
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 
@@ -243,6 +256,7 @@ __all__ = [
     "avo_register_bundles",
     "avo_register_commands",
     "avo_register_hooks",
+    "avo_register_memory",
     "avo_register_notifiers",
     "avo_register_permissions",
     "avo_register_providers",

@@ -8,6 +8,11 @@ system message, built by :func:`memory_message`::
     - first memory
     - second memory
 
+Where recall and write-back happen in a run is :mod:`avo.memory_bundle` (the
+request seam; ``AgentRuntime(memory=...)`` wraps what it is given there). The
+stores that ship as plugins (``avo.memory`` group, ``[memory]`` in avo.toml)
+also implement :class:`ManagedMemory`, which ``avo memory`` uses.
+
 The adapter works over any store with Lethe's ``MemoryStore`` interface —
 ``recall(query, *, k)`` returning records (objects with ``.content``, mappings
 with ``"content"``, or plain strings) and ``remember(content, *, session_id)``.
@@ -47,6 +52,24 @@ class MemoryProvider(Protocol):
         self, content: str, *, session_id: str, tags: list[str] | None = None
     ) -> object:
         """Persist one memory record and return it."""
+        ...
+
+
+@runtime_checkable
+class ManagedMemory(Protocol):
+    """A memory store people can look through and prune (``avo memory list/forget``).
+
+    Searching is :meth:`MemoryProvider.recall`. Records are objects with at least
+    ``memory_id`` and ``content`` attributes (``created_at``, ``tags``, ``score``
+    and ``scope`` are shown when present).
+    """
+
+    async def list_memories(self, *, limit: int = 50, offset: int = 0) -> Sequence[object]:
+        """Memories of this store's scope, most recently written first."""
+        ...
+
+    async def forget(self, memory_ids: Sequence[str]) -> int:
+        """Delete memories by id (a unique id prefix is enough); return how many."""
         ...
 
 
@@ -201,6 +224,7 @@ __all__ = [
     "MEMORY_HEADER",
     "InMemoryMemoryStore",
     "LetheMemoryAdapter",
+    "ManagedMemory",
     "MemoryProvider",
     "MemoryRecord",
     "format_memories",

@@ -158,6 +158,10 @@ class AgentRuntime:
         self._shapers: list[Any] = []
         self._bundles: list[Any] = []
         self._context_window: ContextWindow | None = None
+        if memory is not None:  # recall and write-back are a bundle on the request seam
+            from avo.memory_bundle import memory_bundle
+
+            bundles = [*bundles, memory_bundle(memory)]
         if shapers or bundles or context_window is not None:
             self._configure_seam(shapers, bundles, context_window)
         self.workspace = workspace

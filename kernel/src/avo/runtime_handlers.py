@@ -6,7 +6,6 @@ Each handler moves a run out of one state. The dispatcher in
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -56,15 +55,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 async def handle_created(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Recall memories (if configured), enter MODEL_PENDING, checkpoint."""
-    if rt.memory is not None:
-        recalled = rt.memory.recall_text(ctx.run.task)
-        if inspect.isawaitable(recalled):
-            recalled = await recalled
-        lines = [str(item) for item in (recalled or ()) if str(item).strip()]
-        if lines:
-            note = "Relevant memories:\n" + "\n".join(f"- {line}" for line in lines)
-            ctx.messages.insert(len(ctx.messages) - 1, {"role": "system", "content": note})
+    """Enter MODEL_PENDING, checkpoint (memory recall is a request shaper: avo.memory_bundle)."""
     transition(rt, ctx, RunState.MODEL_PENDING)
     await checkpoint(rt, ctx)
 

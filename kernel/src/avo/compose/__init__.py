@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from avo.compose._context import context_parts
+from avo.compose._memory import memory_bundle_from_config, memory_store
 from avo.compose._notify import notification_hook
 from avo.compose._plugins import accepts_setting, call_factory, get_spec, validated_settings
 from avo.compose._record import composition_record
@@ -58,7 +59,11 @@ class Composition:
     owns_store: bool = True
 
     async def aclose(self) -> None:
-        """Close the event store (when this composition opened it)."""
+        """Close the event store (when this composition opened it) and the memory store."""
+        memory = getattr(self.runtime, "memory", None)
+        close_memory = getattr(memory, "aclose", None)
+        if callable(close_memory) and self.config.memory is not None:
+            await close_memory()
         close = getattr(self.event_store, "close", None)
         if close is not None and self.owns_store:
             await close()
@@ -336,6 +341,7 @@ def compose(
     hook_registry, notifiers = _hooks(resolved, manager, env, location, registry)
     callback = approval_callback or _approval(resolved, manager, env, registry, directory)
     budget, rate_limiter = _bounds(resolved.config, env, resolved.label)
+    memory = memory_bundle_from_config(resolved, manager, env, directory)  # [memory]
     owns_store = event_store is None
     if event_store is None:  # last, so nothing above leaves it open on error
         event_store = _open_event_store(resolved, manager, location)
@@ -358,6 +364,7 @@ def compose(
         budget=budget,
         environ=env,
         composition=record,
+        memory=memory,
         **context,
     )
     return Composition(
@@ -403,6 +410,7 @@ __all__ = [
     "compose",
     "find_config",
     "load_config",
+    "memory_store",
     "open_store",
     "provider_from_config",
     "resolve_config",

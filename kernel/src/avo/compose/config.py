@@ -33,6 +33,8 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [instructions]               # AGENTS.md (avo-context), skills (avo-skills) and MCP
     [skills]                     # servers (avo-mcp): each table enables that bundle and
     [mcp]                        # holds its settings; enabled = false turns it off
+    [memory]                     # long-term memory: an avo.memory plugin (avo-memory),
+    provider = "sqlite"          # recall per run and what runs write back
 
 (top-level ``shapers = [...]`` and ``bundles = [...]`` enable more request
 shapers and bundles by plugin name, like ``tools``.)
@@ -45,7 +47,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -133,6 +135,42 @@ class SessionSettings(_Strict):
     id: str | None = None
 
 
+class EmbeddingsRef(_Strict):
+    """``[memory.embeddings]``: the provider plugin (and model) that embeds memories."""
+
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+WriteMode = Literal["final_answer", "remember"]
+_WRITE_DEFAULT: tuple[WriteMode, ...] = ("final_answer", "remember")
+
+
+class MemorySettings(_Strict):
+    """``[memory]``: long-term memory (an ``avo.memory`` plugin) for every run.
+
+    ``write`` lists what runs store: ``final_answer`` (task and answer of every
+    completed run) and ``remember`` (a tool the model calls). ``scope``:
+    ``workspace`` keeps one memory per workspace directory, ``user`` one shared
+    by all of the user's workspaces.
+    """
+
+    enabled: bool = True
+    provider: str = Field(default="sqlite", min_length=1)
+    scope: Literal["workspace", "user"] = "workspace"
+    recall: int = Field(default=5, ge=0)
+    """Memories shown to the model per run (0: write only)."""
+    write: list[WriteMode] = Field(default_factory=lambda: list(_WRITE_DEFAULT))
+    max_chars: int = Field(default=2000, gt=0)
+    """The longest memory shown to the model (longer ones are cut)."""
+    min_answer_chars: int = Field(default=1, ge=1)
+    """Final answers shorter than this are not stored."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The memory plugin's own settings (its database path, ranking knobs, ...)."""
+    embeddings: EmbeddingsRef | None = None
+
+
 class AvoConfig(_Strict):
     """A whole ``avo.toml``."""
 
@@ -154,6 +192,7 @@ class AvoConfig(_Strict):
     mcp: dict[str, Any] | None = None
     shapers: list[str | PluginRef] = Field(default_factory=list)
     bundles: list[str | PluginRef] = Field(default_factory=list)
+    memory: MemorySettings | None = None
 
 
 _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
@@ -168,6 +207,7 @@ _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
     "session": SessionSettings,
     "shapers": PluginRef,
     "bundles": PluginRef,
+    "memory": MemorySettings,
 }
 
 
@@ -284,6 +324,8 @@ __all__ = [
     "CONFIG_FILE",
     "AvoConfig",
     "ContextSettings",
+    "EmbeddingsRef",
+    "MemorySettings",
     "PermissionRef",
     "PluginRef",
     "PluginSwitches",

@@ -16,6 +16,7 @@ from avo.plugins.specs import (
     BundleSpec,
     CommandSpec,
     HookPluginSpec,
+    MemorySpec,
     NotifierSpec,
     PermissionSpec,
     ProviderCapabilities,
@@ -42,6 +43,7 @@ COMMAND_GROUP = "avo.commands"
 SHAPER_GROUP = "avo.shapers"
 BUNDLE_GROUP = "avo.bundles"
 SLASH_COMMAND_GROUP = "avo.slash_commands"
+MEMORY_GROUP = "avo.memory"
 
 GROUP_OF_KIND: dict[str, str] = {
     "provider": PROVIDER_GROUP,
@@ -55,6 +57,7 @@ GROUP_OF_KIND: dict[str, str] = {
     "shaper": SHAPER_GROUP,
     "bundle": BUNDLE_GROUP,
     "slash_command": SLASH_COMMAND_GROUP,
+    "memory": MEMORY_GROUP,
 }
 ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
 
@@ -83,6 +86,7 @@ __all__ = [
     "HOOK_GROUP",
     "HOOK_OF_KIND",
     "KIND_OF_SPEC",
+    "MEMORY_GROUP",
     "NOTIFIER_GROUP",
     "PERMISSION_GROUP",
     "PLUGIN_API_VERSION",
@@ -95,6 +99,7 @@ __all__ = [
     "BundleSpec",
     "CommandSpec",
     "HookPluginSpec",
+    "MemorySpec",
     "NotifierSpec",
     "PermissionSpec",
     "PluginEntry",

@@ -37,6 +37,7 @@ _GROUPS = {
     "avo.shapers": "shaper",
     "avo.bundles": "bundle",
     "avo.slash_commands": "slash_command",
+    "avo.memory": "memory",
 }
 
 

@@ -317,7 +317,7 @@ class PluginManager:
             spec_kind = KIND_OF_SPEC.get(type(spec))
             if spec_kind != kind:
                 raise PluginError(
-                    f"avo_register_{kind}s got {type(spec).__name__}; expected the {kind} spec type"
+                    f"{HOOK_OF_KIND[kind]} got {type(spec).__name__}; expected the {kind} spec type"
                 )
             name = getattr(spec, "name", "")
             if not isinstance(name, str) or not name:

@@ -70,6 +70,10 @@ class ProviderSpec:
     context_windows: Mapping[str, int] = field(default_factory=dict)
     """Context window (tokens) per model name; a model not listed falls back to
     ``capabilities.context_window``, and then counts as unknown."""
+    embeddings: Mapping[str, int] = field(default_factory=dict)
+    """Embedding models the provider offers, name -> vector dimensions. A provider
+    that declares any builds objects with ``async embed(texts, *, model)`` (see
+    :class:`avo.embeddings.EmbeddingProvider`)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,25 @@ class BundleSpec:
 
 
 @dataclass(frozen=True)
+class MemorySpec:
+    """A long-term memory provider, chosen by ``[memory] provider`` in ``avo.toml``.
+
+    ``factory(settings: dict, *, environ, workspace, embedder)`` returns a
+    memory store: ``recall(query, *, k)`` and ``remember(content, *, session_id,
+    tags)`` (:class:`avo.memory.MemoryProvider`), plus ``list_memories`` /
+    ``forget`` for ``avo memory`` (:class:`avo.memory.ManagedMemory`). ``embedder``
+    is an :class:`avo.embeddings.Embedder` when ``[memory.embeddings]`` names one
+    (else None); ``embeddings`` says whether the provider can use it.
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+    embeddings: bool = False
+
+
+@dataclass(frozen=True)
 class SlashCommandSpec:
     """A chat slash command: ``/name argument`` typed in ``avo chat``.
 
@@ -285,6 +308,7 @@ Spec = (
     | ShaperSpec
     | BundleSpec
     | SlashCommandSpec
+    | MemorySpec
 )
 
 KIND_OF_SPEC: dict[type, str] = {
@@ -299,6 +323,7 @@ KIND_OF_SPEC: dict[type, str] = {
     ShaperSpec: "shaper",
     BundleSpec: "bundle",
     SlashCommandSpec: "slash_command",
+    MemorySpec: "memory",
 }
 
 HOOK_OF_KIND: dict[str, str] = {
@@ -313,6 +338,7 @@ HOOK_OF_KIND: dict[str, str] = {
     "shaper": "avo_register_shapers",
     "bundle": "avo_register_bundles",
     "slash_command": "avo_register_slash_commands",
+    "memory": "avo_register_memory",
 }
 
 
@@ -357,6 +383,7 @@ __all__ = [
     "BundleSpec",
     "CommandSpec",
     "HookPluginSpec",
+    "MemorySpec",
     "NotifierSpec",
     "PermissionSpec",
     "ProviderCapabilities",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import JsonValue
 
 from avo._dump import response_json
-from avo.exceptions import FakeProviderExhaustedError
+from avo.exceptions import FakeProviderExhaustedError, ProviderError
 from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, replaced, trusted
 
 if TYPE_CHECKING:
@@ -125,6 +125,24 @@ class FakeProvider:
             if index and self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)
             yield chunk
+
+    async def embed(self, texts: Sequence[str], *, model: str = "fake-embed") -> list[list[float]]:
+        """Deterministic bag-of-words vectors (model ``fake-embed``; see avo.embeddings).
+
+        Not part of the script: embedding never consumes a scripted response.
+        """
+        from avo.embeddings import (
+            FAKE_EMBEDDING_DIMENSIONS,
+            FAKE_EMBEDDING_MODEL,
+            hashing_embedding,
+        )
+
+        if model != FAKE_EMBEDDING_MODEL:
+            raise ProviderError(
+                f"the fake provider has no embedding model {model!r}; use {FAKE_EMBEDDING_MODEL!r}",
+                retryable=False,
+            )
+        return [hashing_embedding(text, FAKE_EMBEDDING_DIMENSIONS) for text in texts]
 
     def reset(self) -> None:
         """Rewind the script and forget recorded requests."""
