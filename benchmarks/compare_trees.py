@@ -8,7 +8,7 @@ first on the path,
 so a slow spell of a shared machine hits both alike. Prints the best and the
 median per-step CPU and wall time of each, and the ratios this / baseline.
 
-Run: python benchmarks/compare_trees.py BASELINE_DIR [--rounds 7] [--steps 200]
+Run: python benchmarks/compare_trees.py BASELINE_DIR [--this DIR] [--rounds 7] [--steps 200]
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ def _measure(tree: Path, steps: int) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("baseline", type=Path)
+    parser.add_argument(
+        "--this", type=Path, default=HERE, help="the tree to compare (default: this checkout)"
+    )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args()
-    trees = {"baseline": args.baseline.resolve(), "this": HERE}
+    trees = {"baseline": args.baseline.resolve(), "this": args.this.resolve()}
     runs: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():

@@ -335,3 +335,19 @@ async def test_single_call_spelling_still_works() -> None:
         ModelResponse(tool_calls=[])
     with pytest.raises(ValueError, match="not both"):
         ModelResponse(tool_call=call, tool_calls=[call])
+
+
+async def test_a_default_id_is_kept_unless_the_run_already_gave_it_out() -> None:
+    journal = Journal()
+    once = ToolCall(name="look", arguments={"key": "a"})  # its id is the model's default
+    again = ModelResponse(tool_calls=[once])
+    both = ModelResponse(tool_calls=[once, ToolCall(name="look", arguments={"key": "b"})])
+    script = [again, again, both, ModelResponse(content="ok")]
+    policy = LoopPolicy(repeated_action_limit=5)  # the same call thrice is the point here
+    result, events, _ = await run_script(script, journal, policy=policy)
+    assert result.status is RunState.COMPLETED, result.error
+    started = [e.payload["tool_call_id"] for e in events if e.event_type is EventType.TOOL_STARTED]
+    assert started[0] == once.tool_call_id  # kept: nothing to take from a vendor
+    assert len(set(started)) == len(started) == 4  # the same call object served again: new ids
+    responses = [e.payload["response"] for e in events if e.event_type is EventType.MODEL_RESPONDED]
+    assert all("vendor_id" not in c for r in responses for c in r.get("tool_calls", []))

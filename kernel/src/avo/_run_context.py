@@ -40,6 +40,8 @@ class _RunContext:
     outcomes: dict[str, str] = field(default_factory=dict)
     # Failed provider attempts since the last response (retries within a step),
     # and the last error a provider or a tool reported (named when errors stop a run).
+    # Every tool-call id the run has given out (rebuilt from the log on resume).
+    call_ids_seen: set[str] = field(default_factory=set)
     provider_attempts: int = 0
     last_error: str | None = None
     # A truncated answer being continued, and the turns used; answers the output

@@ -367,6 +367,7 @@ class AgentRuntime:
             setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
             ctx = self._context_from_checkpoint(run, log, cp)
             scope.attach(ctx, cp.shaper_state)
+            ctx.call_ids_seen = _call_ids_given(events)
             ctx.output_model = output_schema
             ctx.output_schema = schema
             restore_turn(ctx, events)
@@ -653,6 +654,22 @@ class AgentRuntime:
 
 _BATCH_STATES = (RunState.TOOL_PENDING, RunState.APPROVAL_PENDING, RunState.TOOL_EXECUTING)
 """States with an open tool-call batch (its assistant message is in the transcript)."""
+
+
+def _call_ids_given(events: list[AgentEvent]) -> set[str]:
+    """Every tool-call id a run's responses carried (its MODEL_RESPONDED events)."""
+    ids: set[str] = set()
+    for event in events:
+        if event.event_type is EventType.MODEL_RESPONDED:
+            response = event.payload.get("response")
+            calls: Any = response.get("tool_calls") if isinstance(response, dict) else None
+            if not calls and isinstance(response, dict) and response.get("tool_call"):
+                calls = [response["tool_call"]]  # a log written before parallel calls
+            for call in calls or ():
+                call_id = call.get("tool_call_id") if isinstance(call, dict) else None
+                if isinstance(call_id, str):
+                    ids.add(call_id)
+    return ids
 
 
 def _check_output_schema(

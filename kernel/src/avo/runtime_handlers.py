@@ -163,7 +163,7 @@ async def _record_response(
     response = _mask_known_secrets(rt, response)
     ctx.provider_attempts = 0
     if response.tool_calls:
-        response = _with_kernel_ids(response, rt.call_ids)
+        response = _with_kernel_ids(response, rt.call_ids, ctx.call_ids_seen)
     run = ctx.run
     usage = response.usage
     accounting = run.token_accounting_available and usage is not None
@@ -271,22 +271,50 @@ def _masked_call(redactor: Any, call: ToolCall) -> ToolCall:
     return call if arguments is call.arguments else replaced(call, arguments=arguments)
 
 
-def _with_kernel_ids(response: ModelResponse, mint: Callable[[], str]) -> ModelResponse:
-    """``response`` with a kernel-minted id on every call; the vendor's id moves to vendor_id.
+def _with_kernel_ids(
+    response: ModelResponse, mint: Callable[[], str], seen: set[str]
+) -> ModelResponse:
+    """``response`` with a kernel id on every call; a vendor's id moves to vendor_id.
 
-    A call whose id the provider never set (the model's default) has no vendor id.
+    A call whose id the provider left to its default already has one the kernel
+    made (``ToolCall``'s fresh UUID): it is kept when no earlier call of the run
+    has it, so the common scripted call is not copied. Any other call (the
+    vendor named it, or the same call object came back) gets ``mint()``.
+    ``seen`` collects every id the run has given out.
     """
-    owned = []
-    for call in response.tool_calls:
+    calls = response.tool_calls
+    if len(calls) == 1:  # the common turn: one call
+        call = calls[0]
         fields = call.__dict__
+        call_id = fields["tool_call_id"]
+        if (
+            fields["vendor_id"] is None
+            and call_id not in seen
+            and "tool_call_id" not in call.__pydantic_fields_set__
+        ):
+            seen.add(call_id)
+            return response
+    owned = []
+    changed = False
+    for call in calls:
+        fields = call.__dict__
+        call_id = fields["tool_call_id"]
         vendor_id = fields["vendor_id"]
-        if vendor_id is None and "tool_call_id" in call.__pydantic_fields_set__:
-            vendor_id = fields["tool_call_id"]
+        named = "tool_call_id" in call.__pydantic_fields_set__
+        if vendor_id is None and not named and call_id not in seen:
+            seen.add(call_id)
+            owned.append(call)
+            continue
+        if vendor_id is None and named:
+            vendor_id = call_id
+        call_id = mint()
+        seen.add(call_id)
+        changed = True
         owned.append(
             trusted(
                 ToolCall,
                 {
-                    "tool_call_id": mint(),
+                    "tool_call_id": call_id,
                     "name": fields["name"],
                     "arguments": fields["arguments"],
                     "vendor_id": vendor_id,
@@ -294,7 +322,7 @@ def _with_kernel_ids(response: ModelResponse, mint: Callable[[], str]) -> ModelR
                 },
             )
         )
-    return replaced(response, tool_calls=owned)
+    return replaced(response, tool_calls=owned) if changed else response
 
 
 async def _invalid_model_response(rt: AgentRuntime, ctx: _RunContext, exc: Exception) -> None:

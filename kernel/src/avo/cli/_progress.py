@@ -79,7 +79,7 @@ class ProgressPrinter:
             return f"  ↪ provider failover: {_arguments(payload, 160)}"
         if kind is EventType.MODEL_RESPONDED and self.verbosity >= 2:
             response = payload.get("response") or {}
-            calls = response.get("tool_calls") if isinstance(response, dict) else None
+            calls: Any = response.get("tool_calls") if isinstance(response, dict) else None
             if not calls and isinstance(response, dict) and response.get("tool_call"):
                 calls = [response["tool_call"]]  # a log written before parallel calls
             listed = calls if isinstance(calls, list) else []

@@ -124,7 +124,12 @@ class _Recording:
                     self.provider = (payload.get("provider"), payload.get("model"))
                 response = ModelResponse.model_validate(payload["response"])
                 if response.tool_calls:
-                    self.call_ids.extend(call.tool_call_id for call in response.tool_calls)
+                    # ids the runtime minted (calls the vendor named, or repeated ones)
+                    self.call_ids.extend(
+                        call.tool_call_id
+                        for call in response.tool_calls
+                        if call.vendor_id is not None
+                    )
                     response = _as_the_vendor_sent_it(response)
                 self.outcomes.append((side, response))
                 side = []
@@ -201,14 +206,24 @@ def _as_the_vendor_sent_it(response: ModelResponse) -> ModelResponse:
     keeps a call's own id as its vendor id only when the vendor gave one.
     """
     calls = [
-        ToolCall(tool_call_id=call.vendor_id, name=call.name, arguments=call.arguments)
+        ToolCall(
+            tool_call_id=call.vendor_id,
+            name=call.name,
+            arguments=call.arguments,
+            signature=call.signature,
+        )
         if call.vendor_id is not None
-        else ToolCall(name=call.name, arguments=call.arguments)
+        # no vendor id: the id was the provider's default, which the runtime keeps
+        else ToolCall.model_construct(
+            {"name", "arguments", "signature"},
+            tool_call_id=call.tool_call_id,
+            name=call.name,
+            arguments=call.arguments,
+            vendor_id=None,
+            signature=call.signature,
+        )
         for call in response.tool_calls
     ]
-    for call, recorded in zip(calls, response.tool_calls, strict=True):
-        if recorded.signature is not None:
-            call.signature = recorded.signature
     return response.model_copy(update={"tool_calls": calls})
 
 
