@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from avo.compose._context import context_parts
-from avo.compose._memory import memory_bundle_from_config, memory_store
+from avo.compose._memory import memory_bundle_from_config
 from avo.compose._notify import notification_hook
 from avo.compose._plugins import accepts_setting, call_factory, get_spec, validated_settings
 from avo.compose._record import composition_record
@@ -390,6 +390,39 @@ def provider_from_config(resolved: ResolvedConfig, *, manager: PluginManager | N
     return _provider(resolved, manager or _manager(resolved, env), env)
 
 
+def memory_from_config(
+    resolved: ResolvedConfig,
+    *,
+    manager: PluginManager | None = None,
+    workspace: str | Path | None = None,
+    scope: str | None = None,
+    default: bool = False,
+) -> Any:
+    """The memory store ``[memory]`` names, built by its ``avo.memory`` plugin.
+
+    What ``avo memory`` manages; :func:`compose` builds the same store for runs.
+    None when the config has no ``[memory]`` table (or it is disabled), unless
+    ``default``: then the default memory plugin's store with its defaults.
+    ``scope`` overrides the configured scope. Close the store when done.
+    """
+    from avo.compose._memory import memory_store
+    from avo.compose.config import MemorySettings
+
+    env = resolved.environ
+    settings = resolved.config.memory
+    if settings is None and default:
+        settings = MemorySettings()
+    directory = str(Path(workspace or Path.cwd()).resolve())
+    return memory_store(
+        resolved,
+        manager or _manager(resolved, env),
+        env,
+        directory,
+        settings=settings,
+        scope=scope,
+    )
+
+
 def runtime_from_config(
     path: str | Path | None = None,
     *,
@@ -410,7 +443,7 @@ __all__ = [
     "compose",
     "find_config",
     "load_config",
-    "memory_store",
+    "memory_from_config",
     "open_store",
     "provider_from_config",
     "resolve_config",

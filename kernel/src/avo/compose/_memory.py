@@ -53,14 +53,20 @@ def memory_store(
     workspace: str,
     *,
     settings: MemorySettings | None = None,
+    scope: str | None = None,
 ) -> Any:
     """The memory store ``[memory]`` configures (None when memory is off).
 
-    ``avo memory list/search/forget`` open it the same way a run does.
+    ``avo memory list/search/forget`` open it the same way a run does (``scope``
+    overrides the configured one).
     """
     memory = settings if settings is not None else resolved.config.memory
     if memory is None or not memory.enabled:
         return None
+    if scope is not None and scope not in ("workspace", "user"):
+        raise ConfigError(
+            f"unknown memory scope {scope!r}; choose workspace or user", key="memory.scope"
+        )
     file = resolved.source("memory")
     try:
         spec = manager.get("memory", memory.provider)
@@ -91,8 +97,9 @@ def memory_store(
         checked,
         environ=env,
         workspace=workspace,
-        scope=memory.scope,
+        scope=scope or memory.scope,
         embedder=embedder,
+        store_location=resolved.store_location,
     )
 
 

@@ -1,0 +1,200 @@
+"""What both memory stores share: records, scopes, dedup keys, query terms, recency.
+
+A memory belongs to one **scope**: ``workspace`` memories are kept per
+workspace directory (the key is a hash of its resolved path), ``user``
+memories are shared by every workspace of the user. A store opened for one
+scope recalls, lists and forgets only that scope's memories.
+
+**Dedup**: two memories whose text is equal once case and whitespace are
+folded are one memory; writing it again refreshes it (its ``updated_at`` and
+``hits``) instead of adding a copy.
+
+**Ranking**: the database ranks by text relevance (BM25 in SQLite, ``ts_rank``
+in PostgreSQL) and returns a few times ``k`` candidates; :func:`rerank` blends
+each candidate's relevance (relative to the best candidate) with its recency,
+a half-life decay on when it was last written::
+
+    score = relevance * ((1 - recency_weight) + recency_weight * 0.5 ** (age / half_life))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from avo.exceptions import MemoryStoreError
+
+Clock = Callable[[], float]
+SCOPES = ("workspace", "user")
+DAY = 86_400.0
+MAX_QUERY_TERMS = 24
+MAX_CONTENT_CHARS = 20_000
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+# Words too common to say anything about relevance (they only slow the search down).
+_STOPWORDS = """a about above after again all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself
+    just me more most my no nor not now of off on once only or other our ours out over own
+    please same she should so some such than that the their theirs them then there these
+    they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours"""
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One stored memory (``score`` is set by recall: higher is more relevant)."""
+
+    memory_id: str
+    content: str
+    scope: str
+    tags: tuple[str, ...] = ()
+    session_id: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    hits: int = 1
+    score: float | None = None
+
+    @property
+    def created(self) -> str:
+        """``created_at`` as an ISO 8601 UTC timestamp."""
+        return datetime.fromtimestamp(self.created_at, UTC).isoformat(timespec="seconds")
+
+    @property
+    def updated(self) -> str:
+        """``updated_at`` as an ISO 8601 UTC timestamp."""
+        return datetime.fromtimestamp(self.updated_at, UTC).isoformat(timespec="seconds")
+
+    def as_json(self) -> dict[str, object]:
+        """The record as plain JSON values (what ``avo memory --json`` prints)."""
+        data: dict[str, object] = {
+            "memory_id": self.memory_id,
+            "content": self.content,
+            "scope": self.scope,
+            "tags": list(self.tags),
+            "session_id": self.session_id,
+            "created_at": self.created,
+            "updated_at": self.updated,
+            "hits": self.hits,
+        }
+        if self.score is not None:
+            data["score"] = round(self.score, 6)
+        return data
+
+
+def normalized(content: str) -> str:
+    """Case- and whitespace-folded text (what dedup compares)."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", content)).strip().casefold()
+
+
+def digest(content: str) -> str:
+    """The dedup key of ``content``."""
+    return hashlib.sha256(normalized(content).encode()).hexdigest()[:32]
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct, lower-cased words of ``query`` worth searching for (stopwords dropped)."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.casefold()):
+        if (len(word) > 1 or word.isdigit()) and word not in STOPWORDS:
+            seen.setdefault(word, None)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+def scope_key(scope: str, workspace: str | Path | None) -> str:
+    """The key memories of ``scope`` are stored under (``user`` or ``ws-<hash>``)."""
+    if scope == "user":
+        return "user"
+    if scope != "workspace":
+        raise MemoryStoreError(f"unknown memory scope {scope!r}; choose workspace or user")
+    directory = Path(workspace or Path.cwd()).expanduser().resolve()
+    return "ws-" + hashlib.sha256(str(directory).encode()).hexdigest()[:16]
+
+
+def default_directory(environ: Mapping[str, str]) -> Path:
+    """Where memories live by default: ``$AVO_MEMORY_DIR``, else ``$HOME/.avo``."""
+    configured = environ.get("AVO_MEMORY_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    home = environ.get("HOME", "").strip()
+    if not home:
+        raise MemoryStoreError(
+            "no home directory to keep memories in (HOME is not set); set [memory.settings] "
+            "path in avo.toml or AVO_MEMORY_DIR"
+        )
+    return Path(home) / ".avo"
+
+
+def rerank(
+    candidates: Iterable[tuple[MemoryRecord, float]],
+    *,
+    k: int,
+    now: float,
+    recency_weight: float,
+    half_life_days: float,
+) -> list[MemoryRecord]:
+    """The ``k`` best of ``(record, relevance)`` pairs (higher is better; 0 or less: dropped)."""
+    items = [(record, relevance) for record, relevance in candidates if relevance > 0.0]
+    if not items:
+        return []
+    best = max(relevance for _, relevance in items) or 1.0
+    half_life = max(half_life_days, 1e-6) * DAY
+    scored = []
+    for record, relevance in items:
+        age = max(now - record.updated_at, 0.0)
+        fresh = 0.5 ** (age / half_life)
+        score = (relevance / best) * ((1.0 - recency_weight) + recency_weight * fresh)
+        scored.append(replace(record, score=score))
+    scored.sort(key=lambda r: (-(r.score or 0.0), -r.updated_at))
+    return scored[:k]
+
+
+def new_memory_id() -> str:
+    """A fresh memory id: sortable by time, unique (``m`` + 12 hex time + 8 hex random)."""
+    import secrets
+
+    return f"m{int(time.time() * 1000):012x}{secrets.token_hex(4)}"
+
+
+def check_ids(memory_ids: Sequence[str]) -> list[str]:
+    """Ids (or prefixes) to forget, stripped; refuses empty and too-short ones."""
+    cleaned = [text.strip() for text in memory_ids if text.strip()]
+    short = [text for text in cleaned if len(text) < 4]
+    if short:
+        raise MemoryStoreError(
+            f"memory id prefix {short[0]!r} is too short; give at least 4 characters "
+            "(avo memory list shows the ids)"
+        )
+    return cleaned
+
+
+def tags_text(tags: Iterable[str] | None) -> tuple[str, ...]:
+    """Tags as a tuple of distinct, non-empty, stripped strings."""
+    return tuple(dict.fromkeys(t.strip() for t in tags or () if t and t.strip()))
+
+
+__all__ = [
+    "DAY",
+    "SCOPES",
+    "STOPWORDS",
+    "MemoryRecord",
+    "check_ids",
+    "default_directory",
+    "digest",
+    "new_memory_id",
+    "normalized",
+    "query_terms",
+    "rerank",
+    "scope_key",
+    "tags_text",
+]
