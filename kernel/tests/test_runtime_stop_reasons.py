@@ -163,9 +163,10 @@ async def test_only_failures_that_exhausted_their_retries_count(answer: Any, wai
     assert (result.status, result.output, result.steps) == (RunState.COMPLETED, "ok", 1)
     failures = [e.payload for e in events if e.event_type is EventType.MODEL_FAILED]
     assert [f["consecutive_errors"] for f in failures] == [0, 0, 1, 1, 1, 2, 2, 2]
-    assert [f["attempt"] for f in failures] == list(range(1, 9))
-    # every failure is followed by a wait, on record in its event: backoff 1, 2, 4, 8 (capped)
-    assert waits.delays == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0]
+    assert [f["attempt"] for f in failures] == [1, 2, 3, 1, 2, 3, 1, 2]
+    # every failure is followed by a wait, on record in its event; each round's
+    # backoff starts over (1, 2, 4), so a dead endpoint is given up on in seconds
+    assert waits.delays == [1.0, 2.0, 4.0, 1.0, 2.0, 4.0, 1.0, 2.0]
     assert [f["retry_in_seconds"] for f in failures] == waits.delays
     checkpoints = [e for e in events if e.event_type is EventType.CHECKPOINT_CREATED]
     assert len(checkpoints) == 1 + 2 + 2  # created, 2 counted failures, decision, final

@@ -349,17 +349,22 @@ async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: Provide
     A retryable failure is retried (after ``LoopPolicy.retry``'s backoff, or the
     vendor's Retry-After) until ``retry.max_attempts`` calls failed in a row;
     only a failure that exhausted its retries counts toward
-    ``consecutive_error_limit`` (and is checkpointed). A non-retryable failure
-    ends the run FAILED / PROVIDER_ERROR at once.
+    ``consecutive_error_limit`` (and is checkpointed). Below the limit the next
+    round starts after the backoff of the round's last attempt, and its own
+    backoff starts over (0.5 s, 1 s, 2 s by default, never 8 s): a dead
+    endpoint stops a default run after 9 attempts and about 8.5 s of waiting.
+    A non-retryable failure ends the run FAILED / PROVIDER_ERROR at once.
     """
     if rt._breaker is not None:
         rt._breaker.record_failure()
     policy = ctx.policy
     retry = policy.retry
     ctx.provider_attempts += 1
-    attempt = ctx.provider_attempts
+    # The attempt within this round of retries: each round is one retried model
+    # call (its backoff starts over); an exhausted round is one consecutive error.
+    attempt = (ctx.provider_attempts - 1) % retry.max_attempts + 1
     retryable = exc.retryable and not isinstance(exc, FakeProviderExhaustedError)
-    counted = not retryable or attempt % retry.max_attempts == 0
+    counted = not retryable or attempt == retry.max_attempts
     message = str(exc)
     if counted:
         ctx.consecutive_errors += 1

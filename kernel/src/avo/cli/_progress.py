@@ -69,9 +69,12 @@ class ProgressPrinter:
             if "retry_in_seconds" in payload:  # the run loop's own retries (with a wait)
                 wait = payload.get("retry_in_seconds")
                 if isinstance(wait, int | float):
-                    retry = f"retrying in {wait:g}s"
+                    retry = f"retrying in {wait:.2g}s"
                 elif payload.get("retryable"):
                     retry = "no more retries"
+                attempt, most = payload.get("attempt"), payload.get("max_attempts")
+                if isinstance(attempt, int) and isinstance(most, int) and most > 1:
+                    retry = f"attempt {attempt}/{most}, {retry}"
             return f"  ! model call failed ({retry}): {error}"
         if kind is EventType.POLICY_TRIGGERED:
             return f"  ■ {payload.get('message') or payload.get('stop_reason')}"
