@@ -26,7 +26,7 @@ def test_show_json_has_entry_point_hooks_and_schema(capsys: pytest.CaptureFixtur
 
 
 def test_show_text_and_unknown(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plugin", "show", "memory"], environ={}) == 0
+    assert main(["plugin", "show", "memory", "--kind", "store"], environ={}) == 0
     out = capsys.readouterr().out
     assert out.startswith("memory (store)  avo-kernel 1.0.0")
     assert "schemes:" in out and "settings:    (none)" in out
