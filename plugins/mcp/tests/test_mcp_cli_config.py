@@ -82,6 +82,16 @@ def test_add_list_remove_through_avo_cli(tmp_path: Path, capsys) -> None:
     assert "ROOT=/srv" in out
     assert out.splitlines()[0].split() == ["NAME", "COMMAND"]
 
+    code, out, _ = _avo(capsys, "mcp", "--config", str(config), "list", "--json")
+    assert code == 0
+    listed = {row["name"]: row for row in json.loads(out)}
+    assert "s3cret" not in out and "=pw" not in out
+    assert listed["db"]["transport"] == "stdio"
+    assert listed["db"]["command"][:2] == ["python", "-m"]
+    assert listed["db"]["env"] == {"DB_PASSWORD": "***"}
+    assert listed["fs"]["env"]["API_TOKEN"] == "***" and listed["fs"]["env"]["ROOT"] == "/srv"
+    assert {row["config"] for row in listed.values()} == {str(config)}
+
     code, _, err = _avo(capsys, "mcp", "--config", str(config), "remove", "nope", "--yes")
     assert code == 2
     assert "no MCP server named 'nope'" in err and "configured: db, fs" in err
@@ -193,6 +203,10 @@ def test_http_servers_in_config(tmp_path: Path, capsys) -> None:
     code, out, _ = _avo(capsys, "mcp", "--config", str(config), "list")
     assert "https://mcp.example.test/mcp" in out
     assert "Authorization=***" in out and "X-Team=core" in out and "WEB_TOKEN" not in out
+    code, out, _ = _avo(capsys, "mcp", "--config", str(config), "list", "--json")
+    (web,) = [row for row in json.loads(out) if row["name"] == "web"]
+    assert web["transport"] == "http" and web["url"] == "https://mcp.example.test/mcp"
+    assert web["headers"] == {"Authorization": "***", "X-Team": "core"}
     (server,) = servers_from_config(config, environ={"WEB_TOKEN": "t0k"})
     assert isinstance(server, MCPHttpServer)
     assert server.name == "web"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -167,7 +168,10 @@ def configure_mcp(parser: argparse.ArgumentParser) -> None:
     add.add_argument(
         "server_command", nargs=argparse.REMAINDER, metavar="command", help="argv to start it"
     )
-    sub.add_parser("list", help="list configured MCP servers (secrets masked)")
+    listing = sub.add_parser("list", help="list configured MCP servers (secrets masked)")
+    listing.add_argument(
+        "--json", action="store_true", help="print a JSON array (secrets masked the same way)"
+    )
     remove = sub.add_parser("remove", help="remove an MCP server")
     remove.add_argument("name")
     remove.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
@@ -219,6 +223,24 @@ def _mask(env: Mapping[str, str]) -> str:
     return " ".join(f"{k}={'***' if looks_secret(k) else v}" for k, v in sorted(env.items()))
 
 
+def _masked(values: Mapping[str, str]) -> dict[str, str]:
+    return {k: "***" if looks_secret(k) else v for k, v in sorted(values.items())}
+
+
+def _listing(servers: Mapping[str, Mapping[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """``avo mcp list --json``: one object per server, secrets masked as in the table."""
+    rows: list[dict[str, Any]] = []
+    for name, entry in sorted(servers.items()):
+        if "url" in entry:
+            row = {"name": name, "transport": "http", "url": entry["url"]}
+            row["headers"] = _masked(entry.get("headers") or {})
+        else:
+            row = {"name": name, "transport": "stdio", "command": list(entry["command"])}
+            row["env"] = _masked(entry.get("env") or {})
+        rows.append({**row, "config": str(path)})
+    return rows
+
+
 def run_mcp(
     args: argparse.Namespace,
     *,
@@ -256,6 +278,9 @@ def run_mcp(
         print(f"{'updated' if replaced else 'added'} MCP server {name} in {path}", file=out)
         return 0
     if args.mcp_command == "list":
+        if getattr(args, "json", False):
+            print(json.dumps(_listing(servers, path), indent=2), file=out)
+            return 0
         if not servers:
             print(f"no MCP servers configured in {path}; add one with `avo mcp add`", file=out)
             return 0
