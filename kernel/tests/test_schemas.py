@@ -85,3 +85,21 @@ def test_no_strict_form_for_open_objects_or_refused_keywords() -> None:
 
     assert to_strict_schema(to_json_schema(Unique)) is None  # uniqueItems
     assert to_strict_schema({"type": "string"}) is None  # not an object root
+
+
+class TreeNode(BaseModel):
+    label: str
+    children: list[TreeNode] = []
+
+
+def test_a_model_that_refers_to_itself_keeps_an_object_at_the_root() -> None:
+    schema = to_json_schema(TreeNode)
+    assert schema["type"] == "object" and "$ref" not in schema
+    assert schema["properties"]["children"] == {  # type: ignore[index]
+        "type": "array",
+        "items": {"$ref": "#/$defs/TreeNode"},
+        "default": [],
+    }
+    assert schema["$defs"]["TreeNode"]["additionalProperties"] is False  # type: ignore[index]
+    node = TreeNode.model_validate({"label": "a", "children": [{"label": "b"}]})
+    assert node.children[0].label == "b"

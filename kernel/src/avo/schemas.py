@@ -8,7 +8,9 @@ advertises:
 - ``dict[str, X]`` stays what it means, an object whose values are ``X``
   (``additionalProperties: X``), and ``dict[str, Any]`` an object with any keys;
 - ``title`` keywords are dropped (they repeat the field names and cost tokens
-  on every request) unless ``titles=True``; a property *named* ``title`` stays.
+  on every request) unless ``titles=True``; a property *named* ``title`` stays;
+- a model that refers to itself keeps an object at the root (pydantic would
+  give a bare ``$ref``, which vendors refuse as a tool's parameters).
 
 :func:`to_strict_schema` makes the strict form OpenAI-style structured outputs
 and strict tools require (every object closed, every property required, no
@@ -109,6 +111,15 @@ def _drop_title(node: dict[str, Any]) -> None:
 def to_json_schema(model: type[BaseModel], *, titles: bool = False) -> dict[str, JsonValue]:
     """The JSON schema of ``model`` as a tool advertises it (see the module docstring)."""
     schema = model.model_json_schema(ref_template="#/$defs/{model}")
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and schema.keys() <= {"$ref", "$defs"}:
+        # a model that refers to itself: pydantic puts the whole model in $defs;
+        # vendors want an object at the root, so the root becomes the model again
+        defs = schema["$defs"]
+        assert isinstance(defs, dict)
+        root = defs[ref.removeprefix("#/$defs/")]
+        assert isinstance(root, dict)
+        schema = {**root, "$defs": defs}
     walk(schema, _close_models)
     if not titles:
         walk(schema, _drop_title)
