@@ -11,7 +11,7 @@ uses each vendor's JSON mode where the adapter declares one.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -282,3 +282,158 @@ async def test_anthropic_gets_the_schema_as_an_instruction() -> None:
     )
     assert "response_format" not in body
     assert '"celsius"' in body["system"][0]["text"]
+
+
+# ------------------------------------------------------------ tool schemas, per vendor
+
+
+class Place(BaseModel):
+    name: str
+    country: str | None = None
+
+
+class Plan(BaseModel):
+    """Arguments that use what a tool's schema can say."""
+
+    stops: list[Place]
+    budget: dict[str, float]  # an open map: additionalProperties is the value's schema
+    mode: Literal["walk", "ride"] = "walk"
+
+
+class NoArguments(BaseModel):
+    pass
+
+
+def plan_tools() -> list[FunctionTool[Any]]:
+    return [
+        FunctionTool(
+            name="plan",
+            description="Plan a trip.",
+            arguments_model=Plan,
+            function=lambda args: "ok",
+            risk="inspect",
+        ),
+        FunctionTool(
+            name="now",
+            description="The time.",
+            arguments_model=NoArguments,
+            function=lambda args: "noon",
+            risk="inspect",
+        ),
+    ]
+
+
+async def first_request(make: Any, reply: ScriptedResponse) -> dict[str, Any]:
+    async with ScriptedHTTPServer([reply]) as server:
+        provider = make(server.url)
+        await AgentRuntime(provider=provider, tools=plan_tools()).run("plan it")
+        await provider.aclose()
+    body: dict[str, Any] = server.requests[0].json()
+    return body
+
+
+def plan_schema_says_what_it_means(schema: dict[str, Any]) -> None:
+    assert "title" not in json.dumps(schema)  # no titles: they cost tokens on every request
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["budget"] == {
+        "type": "object",
+        "additionalProperties": {"type": "number"},
+    }
+    assert schema["required"] == ["stops", "budget"]
+
+
+async def test_openai_and_ollama_tools_get_the_json_schema() -> None:
+    for make, wire in (
+        (lambda u: OpenAICompatibleProvider(cfg(u)), OpenAIWire()),
+        (lambda u: OllamaProvider(cfg(u)), OllamaWire()),
+    ):
+        body = await first_request(make, wire.text("done", USAGE))
+        plan, now = (t["function"]["parameters"] for t in body["tools"])
+        plan_schema_says_what_it_means(plan)
+        assert now == {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+async def test_anthropic_tools_get_the_json_schema() -> None:
+    body = await first_request(
+        lambda u: AnthropicProvider(cfg(u)), AnthropicWire().text("done", USAGE)
+    )
+    plan, now = (t["input_schema"] for t in body["tools"])
+    plan_schema_says_what_it_means(plan)
+    assert now["type"] == "object" and now["properties"] == {}
+
+
+async def test_gemini_tools_follow_its_schema_rules() -> None:
+    body = await first_request(lambda u: GeminiProvider(cfg(u)), GeminiWire().text("done", USAGE))
+    plan, now = body["tools"][0]["functionDeclarations"]
+    # Gemini's OpenAPI subset has no open maps (an object must list its properties),
+    # so a schema with one goes as JSON Schema, whole; a tool without arguments
+    # declares none (an object with no properties is refused).
+    assert "parameters" not in plan
+    plan_schema_says_what_it_means(plan["parametersJsonSchema"])
+    assert set(now) == {"name", "description"}
+
+
+async def test_gemini_keeps_its_subset_when_it_can_say_it_all() -> None:
+    # the weather tool of the other tests: a closed object of listed properties
+    async with ScriptedHTTPServer([GeminiWire().text("done", USAGE)]) as server:
+        provider = GeminiProvider(cfg(server.url))
+        await AgentRuntime(provider=provider, tools=[weather_tool()]).run("weather?")
+        await provider.aclose()
+    [declaration] = server.requests[0].json()["tools"][0]["functionDeclarations"]
+    assert declaration["parameters"] == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
+
+
+class Budget(BaseModel):
+    city: str
+    costs: dict[str, float]
+
+
+async def test_gemini_json_mode_with_an_open_map_uses_json_schema() -> None:
+    answer = '{"city": "Oslo", "costs": {"food": 12.5}}'
+    async with ScriptedHTTPServer([GeminiWire().text(answer, USAGE)]) as server:
+        provider = GeminiProvider(cfg(server.url))
+        result = await AgentRuntime(provider=provider).run("budget?", output_schema=Budget)
+        await provider.aclose()
+    assert result.parsed == Budget(city="Oslo", costs={"food": 12.5}), result.error
+    config = server.requests[0].json()["generationConfig"]
+    assert "responseSchema" not in config
+    assert config["responseJsonSchema"]["properties"]["costs"]["additionalProperties"] == {
+        "type": "number"
+    }
+
+
+def test_strict_output_schemas_follow_openai_rules() -> None:
+    from avo.schemas import to_json_schema, to_strict_schema
+    from avo_providers.openai_compatible import response_format
+
+    strict = response_format(to_json_schema(Place))["json_schema"]
+    assert strict["strict"] is True
+    # strict: every property required (optional ones stay nullable), none other allowed
+    assert strict["schema"]["required"] == ["name", "country"]
+    assert strict["schema"]["properties"]["country"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}]
+    }
+    assert strict["schema"]["additionalProperties"] is False
+    # an open map has no strict form: the schema goes as is, not strict
+    loose = response_format(to_json_schema(Budget))["json_schema"]
+    assert loose["strict"] is False and to_strict_schema(to_json_schema(Budget)) is None
+    assert loose["schema"]["properties"]["costs"]["additionalProperties"] == {"type": "number"}
+
+
+class Node(BaseModel):
+    """A tree: its schema refers to itself, which Gemini's subset cannot say."""
+
+    label: str
+    children: list[Node] = []
+
+
+def test_gemini_sends_a_schema_that_refers_to_itself_as_json_schema() -> None:
+    from avo.schemas import to_json_schema
+    from avo_providers.gemini import gemini_parameters
+
+    schema = to_json_schema(Node)
+    assert gemini_parameters(schema) == {"parametersJsonSchema": schema}

@@ -71,24 +71,37 @@ _SCHEMA_KEYS = frozenset(
 )
 
 
-def gemini_schema(schema: Any, defs: dict[str, Any] | None = None) -> Any:
-    """A JSON Schema rewritten to Gemini's subset: ``$ref`` inlined, unknown keys dropped."""
+class _Recursive(Exception):
+    """The schema refers to itself: the subset (which has no ``$ref``) cannot say it."""
+
+
+def gemini_schema(
+    schema: Any, defs: dict[str, Any] | None = None, _expanding: tuple[str, ...] = ()
+) -> Any:
+    """A JSON Schema rewritten to Gemini's subset: ``$ref`` inlined, unknown keys dropped.
+
+    Raises ``_Recursive`` for a schema that refers to itself (a tree of nodes);
+    :func:`_needs_json_schema` sends such schemas as JSON Schema instead.
+    """
     if not isinstance(schema, dict):
         return schema
     defs = defs if defs is not None else dict(schema.get("$defs") or {})
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return gemini_schema(defs.get(ref.removeprefix("#/$defs/"), {}), defs)
+        name = ref.removeprefix("#/$defs/")
+        if name in _expanding:
+            raise _Recursive(name)
+        return gemini_schema(defs.get(name, {}), defs, (*_expanding, name))
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key not in _SCHEMA_KEYS:
             continue
         if key == "properties" and isinstance(value, dict):
-            out[key] = {name: gemini_schema(sub, defs) for name, sub in value.items()}
+            out[key] = {name: gemini_schema(sub, defs, _expanding) for name, sub in value.items()}
         elif key == "items":
-            out[key] = gemini_schema(value, defs)
+            out[key] = gemini_schema(value, defs, _expanding)
         elif key == "anyOf" and isinstance(value, list):
-            options = [gemini_schema(v, defs) for v in value if v.get("type") != "null"]
+            options = [gemini_schema(v, defs, _expanding) for v in value if v.get("type") != "null"]
             if len(options) < len(value):
                 out["nullable"] = True
             if len(options) == 1:
@@ -103,6 +116,48 @@ def gemini_schema(schema: Any, defs: dict[str, Any] | None = None) -> Any:
         else:
             out[key] = value
     return out
+
+
+def _needs_json_schema(schema: Any) -> bool:
+    """True when Gemini's OpenAPI subset cannot say what ``schema`` means.
+
+    An object without listed properties (``dict[str, X]``, ``dict[str, Any]``)
+    would reach Gemini as an object with no properties, which it refuses
+    ("properties: should be non-empty for OBJECT type"); such schemas go as
+    JSON Schema (``parametersJsonSchema`` / ``responseJsonSchema``) instead.
+    So does a schema that refers to itself (the subset has no ``$ref``).
+    """
+    from avo.schemas import walk
+
+    try:
+        gemini_schema(schema)
+    except _Recursive:
+        return True
+    found: list[bool] = []
+
+    def visit(node: dict[str, Any]) -> None:
+        extra = node.get("additionalProperties")
+        open_map = isinstance(extra, dict) or extra is True
+        if open_map or (node.get("type") == "object" and not node.get("properties")):
+            found.append(True)
+
+    walk(schema, visit)
+    return bool(found)
+
+
+def gemini_parameters(schema: dict[str, Any]) -> dict[str, Any]:
+    """A function declaration's parameters: none for a tool without arguments, else
+    ``parameters`` (Gemini's subset) or, when the subset would lose meaning,
+    ``parametersJsonSchema`` (the schema as is)."""
+    if (
+        not schema.get("properties")
+        and "$ref" not in schema
+        and schema.get("additionalProperties") in (None, False)
+    ):
+        return {}  # no arguments: Gemini wants no parameters declared at all
+    if _needs_json_schema(schema):
+        return {"parametersJsonSchema": schema}
+    return {"parameters": gemini_schema(schema)}
 
 
 def gemini_contents(
@@ -171,7 +226,10 @@ def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str,
     schema = request.output_schema
     if schema is not None and not request.tools:
         config["responseMimeType"] = "application/json"
-        config["responseSchema"] = gemini_schema(schema)
+        if _needs_json_schema(schema):
+            config["responseJsonSchema"] = {k: v for k, v in schema.items() if k != "title"}
+        else:
+            config["responseSchema"] = gemini_schema(schema)
     elif schema is not None:
         instruction = (
             "When you give your final answer, reply with only a JSON object matching this "
@@ -187,7 +245,7 @@ def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str,
                     {
                         "name": tool.name,
                         "description": tool.description,
-                        "parameters": gemini_schema(tool.input_schema),
+                        **gemini_parameters(tool.input_schema),
                     }
                     for tool in request.tools
                 ]
@@ -354,6 +412,7 @@ __all__ = [
     "GeminiProvider",
     "build_gemini_payload",
     "gemini_contents",
+    "gemini_parameters",
     "gemini_schema",
     "parse_gemini_response",
     "stream_gemini_chunks",
