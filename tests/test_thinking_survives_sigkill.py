@@ -1,0 +1,101 @@
+"""Reasoning the vendor signed survives SIGKILL and a resume through the SQLite store.
+
+A real process runs an Anthropic-style (or Gemini) run on a loopback server:
+the model thinks (signed thinking blocks, a redacted block, or Gemini's
+thoughtSignature) and calls a tool; the process is SIGKILLed while its second
+model call is in flight. Another process resumes the run from the store alone
+and asks again: the vendor must get its reasoning back byte for byte. The
+thinking text mentions a token and a password on purpose: the store's
+redaction of secret-shaped text must not touch signed content, or the vendor
+rejects the turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from avo.models import TokenUsage
+from avo.testing.providers import ScriptedHTTPServer, ScriptedResponse
+from avo_providers.wire_fakes import AnthropicWire, GeminiWire
+
+WORKER = Path(__file__).with_name("thinking_worker.py")
+USAGE = TokenUsage(input_tokens=8, output_tokens=3)
+SIGNATURE = base64.b64encode(bytes(range(256)) * 2).decode()  # '+', '/', '=' and 680 chars
+THINKING = [
+    {
+        "type": "thinking",
+        "thinking": "Use the token: abc123def456 and password=hunter2! to look up Oslo.",
+        "signature": SIGNATURE,
+    },
+    {"type": "redacted_thinking", "data": base64.b64encode(b"sk-ant-" + bytes(300)).decode()},
+]
+
+
+def worker(mode: str, style: str, db: Path, url: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AVO_")}
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), mode, style, str(db), url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def kill_during_second_call(
+    style: str, tmp_path: Path, first: ScriptedResponse, final: ScriptedResponse
+) -> list[dict[str, Any]]:
+    hang = ScriptedResponse.json({}, status=500)
+    hang.delay_seconds = 60  # the second call never answers before the kill
+    db = tmp_path / "runs.db"
+    with ScriptedHTTPServer([first, hang, final]) as server:
+        process = worker("run", style, db, server.url)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2:
+            if process.poll() is not None:
+                raise AssertionError(process.communicate())
+            assert time.monotonic() < deadline, "the run never made its second model call"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)
+        resumed = worker("resume", style, db, server.url)
+        out, err = resumed.communicate(timeout=120)
+        assert resumed.returncode == 0, err
+        assert out.startswith("completed Clear."), (out, err)
+    assert len(server.requests) == 3
+    return [request.json() for request in server.requests]
+
+
+@pytest.mark.parametrize("style", ["anthropic", "minimax-anthropic"])
+def test_signed_thinking_goes_back_after_sigkill_and_resume(style: str, tmp_path: Path) -> None:
+    wire = AnthropicWire()
+    first = wire.tool_calls([("toolu_1", "get_weather", {"city": "Oslo"})], USAGE, THINKING)
+    _, before_kill, after_resume = kill_during_second_call(
+        style, tmp_path, first, wire.text("Clear.", USAGE)
+    )
+    for sent in (before_kill, after_resume):
+        assistant = sent["messages"][-2]
+        assert assistant["role"] == "assistant"
+        assert assistant["content"][:2] == THINKING  # unchanged, signatures intact
+        assert assistant["content"][2]["id"] == "toolu_1"
+        assert sent["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
+    assert after_resume["messages"] == before_kill["messages"]
+
+
+def test_gemini_thought_signature_goes_back_after_sigkill_and_resume(tmp_path: Path) -> None:
+    wire = GeminiWire()
+    first = wire.tool_calls([("", "get_weather", {"city": "Oslo"})], USAGE, signature=SIGNATURE)
+    _, before_kill, after_resume = kill_during_second_call(
+        "gemini", tmp_path, first, wire.text("Clear.", USAGE)
+    )
+    assert after_resume["contents"] == before_kill["contents"]
+    assert after_resume["contents"][-2]["parts"][0]["thoughtSignature"] == SIGNATURE
