@@ -8,7 +8,13 @@ first on the path,
 so a slow spell of a shared machine hits both alike. Prints the best and the
 median per-step CPU and wall time of each, and the ratios this / baseline.
 
+With ``--instructions`` it also counts the instructions of a step under
+valgrind (callgrind): the instructions of a run of N2 steps minus those of N1
+steps, over N2 - N1, so start-up cancels out. Unlike times, the count does not
+move with the machine's load, so it is the figure to hold a 5% budget to.
+
 Run: python benchmarks/compare_trees.py BASELINE_DIR [--this DIR] [--rounds 7] [--steps 200]
+     [--instructions]
 """
 
 from __future__ import annotations
@@ -16,9 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
@@ -52,6 +61,63 @@ def _measure(tree: Path, steps: int) -> dict[str, dict[str, float]]:
     return result
 
 
+_ONE_LOOP = """
+import asyncio, sys, tempfile, pathlib
+sys.path.insert(0, {bench!r})
+import kernel_loop, store_growth
+
+async def main():
+    if {loop!r} == "memory":
+        await kernel_loop._one({steps})
+    else:
+        with tempfile.TemporaryDirectory() as directory:
+            await store_growth._sqlite_run(pathlib.Path(directory), {steps})
+
+asyncio.run(main())
+"""
+
+
+def _instructions(tree: Path, loop: str, steps: int) -> int:
+    """Instructions valgrind counts for one process running ``steps`` steps of ``loop``."""
+    env = dict(os.environ)
+    paths = [tree / "kernel" / "src", tree / "plugins" / "sqlite" / "src"]
+    paths.append(tree / "plugins" / "evals" / "src")
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    env["PYTHONHASHSEED"] = "0"
+    code = _ONE_LOOP.format(bench=str(tree / "benchmarks"), loop=loop, steps=steps)
+    with tempfile.TemporaryDirectory() as directory:
+        out = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={directory}/callgrind.out",
+                sys.executable,
+                "-c",
+                code,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind printed no instruction count:\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def _instructions_per_step(trees: dict[str, Path], short: int, long: int) -> None:
+    print(f"instructions per step under callgrind ({long} steps minus {short}, one run each)")
+    print(f"{'loop':>8} {'baseline':>10} {'this':>10} {'ratio':>7}")
+    for loop in ("memory", "sqlite"):
+        per_step = {}
+        for name, tree in trees.items():
+            counts = [_instructions(tree, loop, n) for n in (short, long)]
+            per_step[name] = (counts[1] - counts[0]) / (long - short)
+        base, this = per_step["baseline"], per_step["this"]
+        print(f"{loop:>8} {base / 1e6:>9.3f}M {this / 1e6:>9.3f}M {this / base:>6.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("baseline", type=Path)
@@ -60,8 +126,19 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions per step under valgrind (needs valgrind)",
+    )
     args = parser.parse_args()
     trees = {"baseline": args.baseline.resolve(), "this": args.this.resolve()}
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            parser.error("--instructions needs valgrind on PATH (apt-get install valgrind)")
+        _instructions_per_step(trees, 50, 50 + args.steps)
+    if args.rounds < 1:
+        return
     runs: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():
