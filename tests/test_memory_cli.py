@@ -110,14 +110,6 @@ def memories(tmp_path: Path, env: dict[str, str], *args: str) -> list[dict[str, 
     return list(json.loads(listed.stdout))
 
 
-def unique_prefix(memory_id: str, every: list[str]) -> str:
-    for size in range(8, len(memory_id) + 1):
-        head = memory_id[:size]
-        if [m for m in every if m.startswith(head)] == [memory_id]:
-            return head
-    return memory_id
-
-
 def two_runs_then_forget(tmp_path: Path, env: dict[str, str], first_task: str) -> None:
     assert run_task(tmp_path, env, "Which port does the staging API use?") == "I do not know."
     run_task(tmp_path, env, first_task)
@@ -130,13 +122,12 @@ def two_runs_then_forget(tmp_path: Path, env: dict[str, str], first_task: str) -
     assert all("sk-test-memory-key" not in m["content"] for m in listed)
     holding = [m["memory_id"] for m in listed if "8443" in m["content"]]
     assert holding
+    # The plain listing shows short ids (like git's); forget takes them back.
     plain = avo(tmp_path, env, "memory", "list")
-    assert holding[0] in plain.stdout
-
-    # Ids start with the time they were written, so two memories made in the same
-    # second share a short head: take, like git, the shortest unique prefix.
-    every = [m["memory_id"] for m in memories(tmp_path, env, "list", "--limit", "1000")]
-    forgot = avo(tmp_path, env, "memory", "forget", *(unique_prefix(h, every) for h in holding))
+    shown = [line.split()[0] for line in plain.stdout.splitlines()]
+    short = [next(s for s in shown if h.startswith(s)) for h in holding]
+    assert all(len(s) < len(h) for s, h in zip(short, holding, strict=True))
+    forgot = avo(tmp_path, env, "memory", "forget", *short)
     assert forgot.returncode == 0, forgot.stderr
     assert (
         forgot.stdout.strip() == f"forgot {len(holding)} memor{'y' if len(holding) == 1 else 'ies'}"

@@ -10,6 +10,7 @@ import pytest
 
 from avo.exceptions import MemoryStoreError
 from avo.memory import ManagedMemory, MemoryProvider
+from avo_memory.records import new_memory_id, short_ids
 
 DAY = 86_400.0
 StoreMaker = Callable[..., Any]
@@ -94,7 +95,9 @@ async def test_scopes_keep_workspaces_apart_and_user_memories_shared(
         await two.forget([(await one.list_memories())[0].memory_id])
 
 
-async def test_forget_by_id_and_prefix(make_store: StoreMaker) -> None:
+async def test_forget_by_id_and_prefix(
+    make_store: StoreMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = make_store()
     a = await store.remember("alpha fact", session_id="s")
     b = await store.remember("beta fact", session_id="s")
@@ -106,10 +109,25 @@ async def test_forget_by_id_and_prefix(make_store: StoreMaker) -> None:
         await store.forget(["m0"])
     with pytest.raises(MemoryStoreError, match="no memory 'mzzzzz'"):
         await store.forget(["mzzzzz"])
+    made = iter(["mabcd00000000000000001", "mabcd00000000000000002"])
+    for module in ("avo_memory.sqlite", "avo_memory.postgres"):
+        monkeypatch.setattr(f"{module}.new_memory_id", lambda: next(made))
     await store.remember("delta fact", session_id="s")
+    await store.remember("epsilon fact", session_id="s")
     with pytest.raises(MemoryStoreError, match="more than one memory"):
-        await store.forget([c.memory_id[:5]])  # ids minted together share a time prefix
-    assert await store.count() == 2
+        await store.forget(["mabcd"])  # both new ids start with it
+    assert await store.count() == 3
+
+
+def test_new_ids_are_random_from_the_first_digit_and_list_short() -> None:
+    made = [new_memory_id() for _ in range(50)]
+    assert len({m[:9] for m in made}) == 50  # 32 random bits each: 1 in ~3 million collide
+    shown = short_ids(["mabcdef0123", "mabcdef0199", "m12345678999"])
+    assert shown == {
+        "mabcdef0123": "mabcdef012",
+        "mabcdef0199": "mabcdef019",
+        "m12345678999": "m12345678",
+    }
 
 
 async def test_memories_never_keep_secrets(make_store: StoreMaker) -> None:

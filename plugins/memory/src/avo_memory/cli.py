@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from avo.exceptions import AvoError, ConfigError
+from avo_memory.records import short_ids
 
 _WIDTH = 100
 
@@ -45,11 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     forget.add_argument("--yes", action="store_true", help="confirm --all")
 
 
-def _line(record: Any) -> str:
+def _line(record: Any, shown_id: str) -> str:
     tags = getattr(record, "tags", ())
     label = f" [{', '.join(tags)}]" if tags else ""
     text = " ".join(str(record.content).split())
-    head = f"{record.memory_id}  {getattr(record, 'updated', '')}{label}  "
+    head = f"{shown_id}  {getattr(record, 'updated', '')}{label}  "
     room = max(_WIDTH - len(head), 20)
     return head + (text if len(text) <= room else text[: room - 1] + "…")
 
@@ -112,8 +113,10 @@ def _print(records: Sequence[Any], as_json: bool, out: Any, empty: str) -> int:
     if not records:
         print(f"avo: {empty}", file=sys.stderr)
         return 0
+    # Short ids, like git's: unique among those listed (--json prints them whole).
+    shown = short_ids([record.memory_id for record in records])
     for record in records:
-        out.write(_line(record) + "\n")
+        out.write(_line(record, shown[record.memory_id]) + "\n")
     return 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -160,10 +159,35 @@ def rerank(
 
 
 def new_memory_id() -> str:
-    """A fresh memory id: sortable by time, unique (``m`` + 12 hex time + 8 hex random)."""
+    """A fresh memory id: ``m`` and 20 random hex digits (80 bits).
+
+    Random from the first digit, so a short prefix (what ``avo memory list``
+    shows) tells memories apart even when they were written in the same
+    moment; when they were written is in ``created_at``.
+    """
     import secrets
 
-    return f"m{int(time.time() * 1000):012x}{secrets.token_hex(4)}"
+    return f"m{secrets.token_hex(10)}"
+
+
+def short_ids(memory_ids: Sequence[str], *, minimum: int = 9) -> dict[str, str]:
+    """Each id's shortest prefix (at least ``minimum`` characters) unique among ``memory_ids``.
+
+    Like git's abbreviated hashes: what ``avo memory list`` prints and
+    ``avo memory forget`` takes back.
+    """
+    ordered = sorted(set(memory_ids))
+    shown: dict[str, str] = {}
+    for index, memory_id in enumerate(ordered):
+        shared = 0  # the longest head it shares with a neighbour (sorted: the closest ids)
+        for other in ordered[max(index - 1, 0) : index + 2]:
+            if other != memory_id:
+                same = 0
+                while same < min(len(memory_id), len(other)) and memory_id[same] == other[same]:
+                    same += 1
+                shared = max(shared, same)
+        shown[memory_id] = memory_id[: max(minimum, shared + 1)]
+    return shown
 
 
 def check_ids(memory_ids: Sequence[str]) -> list[str]:
@@ -196,5 +220,6 @@ __all__ = [
     "query_terms",
     "rerank",
     "scope_key",
+    "short_ids",
     "tags_text",
 ]
