@@ -7,6 +7,10 @@ durable boundary into one ``append_batch``). Afterwards
 the store must hold a valid log, and ``resume`` must either complete the run
 with no tool side effect repeated or refuse with ``UnsafeResumeError`` (a tool
 started without a durable result) — never run an effect twice.
+
+The parallel variant's turns each ask for three calls at once (two inspecting
+calls around a modifying one, the barrier), so kills land inside batches:
+every call ends with exactly one result, and none runs twice.
 """
 
 from __future__ import annotations
@@ -41,15 +45,16 @@ TRIALS = 12
 SEED = 20261202
 
 
-async def _writes_of_a_clean_run(store: PostgresEventStore, effects: Path) -> int:
+async def _writes_of_a_clean_run(store: PostgresEventStore, effects: Path, prefix: str) -> int:
     """How many store writes the crasher's run makes when nothing kills it."""
     counting = crasher.KillAround(store, kill_at=0, after=False)
+    run_id = f"{prefix}clean"
     runtime = AgentRuntime(
-        provider=FakeProvider(crasher.script("clean")),
-        tools=[crasher.effect_tool(str(effects), "clean")],
+        provider=FakeProvider(crasher.script(run_id)),
+        tools=crasher.tools(str(effects), run_id),
         event_store=counting,  # type: ignore[arg-type]
     )
-    result = await runtime.run("crash test", run_id="clean")
+    result = await runtime.run("crash test", run_id=run_id)
     assert result.status.value == "completed"
     return counting.writes
 
@@ -78,18 +83,19 @@ def _run_children(dsn: str, schema: str, plans: list[tuple[str, int, str]], effe
         assert proc.returncode in (-9, 0), f"child failed: {err[-2000:]}"
 
 
+@pytest.mark.parametrize("prefix", ["", "par-"], ids=["one-call-turns", "parallel-turns"])
 async def test_sigkill_at_random_points_then_resume(
-    pg_schema: tuple[str, str], tmp_path: Path
+    pg_schema: tuple[str, str], tmp_path: Path, prefix: str
 ) -> None:
     dsn, schema = pg_schema
     effects = tmp_path / "effects.txt"
     effects.touch()
     async with PostgresEventStore(dsn, schema=schema) as store:
         # Migrates once before the children race to.
-        total_writes = await _writes_of_a_clean_run(store, tmp_path / "clean.txt")
+        total_writes = await _writes_of_a_clean_run(store, tmp_path / "clean.txt", prefix)
     rng = random.Random(SEED)
     plans = [
-        (f"crash-{i}", rng.randint(1, total_writes), rng.choice(["before", "after"]))
+        (f"{prefix}crash-{i}", rng.randint(1, total_writes), rng.choice(["before", "after"]))
         for i in range(TRIALS)
     ]
     await asyncio.to_thread(_run_children, dsn, schema, plans, effects)
@@ -106,9 +112,10 @@ async def test_sigkill_at_random_points_then_resume(
             assert [e.sequence for e in events] == list(range(1, len(events) + 1)), trial
             runtime = AgentRuntime(
                 provider=FakeProvider(crasher.script(run_id)),
-                tools=[crasher.effect_tool(str(effects), run_id)],
+                tools=crasher.tools(str(effects), run_id),
                 event_store=store,
             )
+            finished = False
             try:
                 result = await runtime.resume(run_id)
             except UnsafeResumeError:
@@ -126,9 +133,15 @@ async def test_sigkill_at_random_points_then_resume(
                 assert result.status.value == "completed", trial
                 after = await store.get_events(run_id)
                 completed = [e for e in after if e.event_type is EventType.TOOL_COMPLETED]
-                assert len(completed) == crasher.STEPS, trial
+                assert len(completed) == crasher.calls_of(run_id), trial
+                # every call has exactly one result, under the kernel's own id
+                ids = [e.payload["tool_call_id"] for e in completed]
+                assert len(set(ids)) == len(ids), trial
+                finished = True
             # Never a repeated side effect, resumed or not.
             lines = Counter(line for line in effects.read_text().splitlines())
             mine = {call: n for call, n in lines.items() if call.startswith(f"{run_id}-")}
             assert all(n == 1 for n in mine.values()), f"{trial}: effect repeated {mine}"
+            if finished:  # and never a lost one: every call's effect happened
+                assert len(mine) == crasher.calls_of(run_id), f"{trial}: a call never ran"
     assert outcomes["resumed to completion"] >= 1, outcomes
