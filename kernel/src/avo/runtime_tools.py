@@ -316,6 +316,7 @@ async def _run_concurrently(
     tool crashed, no further call starts; the ones running finish.
     """
     waiting = deque(calls)
+    order = {id(call): position for position, call in enumerate(calls)}  # (no model __eq__)
     running: dict[asyncio.Task[tuple[ToolResult, bool]], ToolCall] = {}
     crashed: str | None = None
     fresh = False  # results recorded since the last flush
@@ -338,7 +339,7 @@ async def _run_concurrently(
             for call in starting:
                 running[asyncio.create_task(_invoke(rt, ctx, call))] = call
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(done, key=lambda t: calls.index(running[t])):
+            for task in sorted(done, key=lambda t: order[id(running[t])]):
                 del running[task]
                 result, tool_crashed = task.result()
                 await record_tool_result(rt, ctx, result)
