@@ -437,3 +437,94 @@ def test_gemini_sends_a_schema_that_refers_to_itself_as_json_schema() -> None:
 
     schema = to_json_schema(Node)
     assert gemini_parameters(schema) == {"parametersJsonSchema": schema}
+
+
+# ------------------------------------------------- OpenRouter's reasoning_details
+
+REASONING_DETAILS = [
+    {
+        "type": "reasoning.text",
+        "text": "Look up Oslo, then answer.",
+        "signature": "c2lnbmVkLWJ5LXRoZS12ZW5kb3I=",
+        "format": "anthropic-claude-v1",
+        "index": 0,
+    },
+    {
+        "type": "reasoning.encrypted",
+        "data": "ZW5jcnlwdGVk",
+        "format": "google-gemini-v1",
+        "index": 1,
+    },
+]
+
+
+def openrouter(url: str) -> Any:
+    from avo_providers.openai_vendors import OpenRouterProvider
+
+    return OpenRouterProvider(cfg(url))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["generate", "stream"])
+async def test_openrouter_gets_its_reasoning_details_back(stream: bool) -> None:
+    wire = OpenAIWire()
+    calls = [("call_1", "get_weather", {"city": "Oslo"})]
+    first = (wire.tool_calls_stream if stream else wire.tool_calls)(
+        calls, USAGE, reasoning_details=REASONING_DETAILS
+    )
+    final = wire.text_stream("Clear.", USAGE) if stream else wire.text("Clear.", USAGE)
+    async with ScriptedHTTPServer([first, final]) as server:
+        provider = openrouter(server.url)
+        runtime = AgentRuntime(
+            provider=provider,
+            tools=[weather_tool()],
+            stream_callback=(lambda _text: None) if stream else None,
+        )
+        result = await runtime.run("weather in Oslo?")
+        await provider.aclose()
+    assert result.status is RunState.COMPLETED, result.error
+    assistant = server.requests[1].json()["messages"][-2]
+    assert assistant["reasoning_details"] == REASONING_DETAILS  # unchanged, signatures intact
+    assert assistant["tool_calls"][0]["id"] == "call_1"
+    assert "reasoning_details" not in server.requests[0].json()["messages"][-1]
+
+
+async def test_openrouter_reasoning_details_survive_a_resume() -> None:
+    wire = OpenAIWire()
+    script = [
+        wire.tool_calls(
+            [("call_1", "get_weather", {"city": "Oslo"})],
+            USAGE,
+            reasoning_details=REASONING_DETAILS,
+        ),
+        wire.text("Clear.", USAGE),
+    ]
+    _first, second = await run_then_resume(openrouter, script)
+    assert second["messages"][-2]["reasoning_details"] == REASONING_DETAILS
+    assert "source" not in json.dumps(second)
+
+
+async def test_other_openai_style_vendors_send_no_reasoning_details() -> None:
+    """Plain OpenAI-compatible servers neither keep nor send what they did not ask for."""
+    wire = OpenAIWire()
+    calls = [("call_1", "get_weather", {"city": "Oslo"})]
+    script = [wire.tool_calls(calls, USAGE, REASONING_DETAILS), wire.text("Clear.", USAGE)]
+    async with ScriptedHTTPServer(script) as server:
+        provider = OpenAICompatibleProvider(cfg(server.url))
+        await AgentRuntime(provider=provider, tools=[weather_tool()]).run("weather in Oslo?")
+        await provider.aclose()
+    assert "reasoning_details" not in server.requests[1].json()["messages"][-2]
+
+
+def test_streamed_reasoning_details_fragments_merge_by_index() -> None:
+    from avo_providers.openai_compatible import merge_reasoning_details
+
+    parts = [
+        {"type": "reasoning.text", "text": "Look ", "index": 0, "signature": None},
+        {"type": "reasoning.encrypted", "data": "ZW5j", "index": 1},
+        {"type": "reasoning.text", "text": "twice.", "index": 0},
+        {"type": "reasoning.text", "text": "", "index": 0, "signature": "sig"},
+    ]
+    assert merge_reasoning_details(parts) == [
+        {"type": "reasoning.text", "text": "Look twice.", "index": 0, "signature": "sig"},
+        {"type": "reasoning.encrypted", "data": "ZW5j", "index": 1},
+    ]

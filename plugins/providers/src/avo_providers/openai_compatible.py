@@ -46,18 +46,56 @@ def _think_prefix(message: dict[str, Any], source: str | None) -> str:
     """``<think>...</think>`` for reasoning this vendor wants back in the content."""
     if source is None:
         return ""
-    texts = [str(block.get("text", "")) for block in own_thinking(message, source)]
+    texts = [
+        str(block.get("text", ""))
+        for block in own_thinking(message, source)
+        if block.get("type") == "think"
+    ]
     return "".join(f"<think>{text}</think>" for text in texts if text)
 
 
+def _reasoning_details(message: dict[str, Any], source: str | None) -> list[Any]:
+    """The ``reasoning_details`` this vendor sent with the turn, to go back unchanged."""
+    if source is None:
+        return []
+    details: list[Any] = []
+    for block in own_thinking(message, source):
+        if block.get("type") == "reasoning_details" and isinstance(block.get("details"), list):
+            details.extend(block["details"])
+    return details
+
+
+def merge_reasoning_details(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Streamed ``reasoning_details`` fragments joined into whole entries.
+
+    Fragments of one entry share its ``index``: their ``text`` and ``summary``
+    pieces are concatenated, any other field keeps its last non-null value
+    (the signature comes with the last fragment).
+    """
+    merged: dict[Any, dict[str, Any]] = {}
+    for part in parts:
+        entry = merged.setdefault(part.get("index", len(merged)), {})
+        for key, value in part.items():
+            if key in ("text", "summary") and isinstance(value, str):
+                entry[key] = str(entry.get(key) or "") + value
+            elif value is not None:
+                entry[key] = value
+    return list(merged.values())
+
+
 def openai_messages(
-    messages: list[dict[str, Any]], *, think_source: str | None = None
+    messages: list[dict[str, Any]],
+    *,
+    think_source: str | None = None,
+    details_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """The runtime's messages, cleaned to what strict OpenAI-compatible servers accept.
 
     Tool calls and results carry the vendor's own call ids. ``think_source``:
     the adapter whose ``<think>`` reasoning goes back inside the assistant
-    content (MiniMax asks for it in multi-turn tool use).
+    content (MiniMax asks for it in multi-turn tool use). ``details_source``:
+    the adapter whose ``reasoning_details`` go back on the assistant message,
+    unchanged (OpenRouter asks for them with tool calls, signatures intact).
     """
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -75,25 +113,31 @@ def openai_messages(
             think = _think_prefix(message, think_source)
             if think:
                 content = think + (content or "")
-            out.append(
-                {
-                    "role": "assistant",
-                    "content": content,
-                    "tool_calls": [
-                        {
-                            "id": vendor_call_id(call),
-                            "type": call.get("type", "function"),
-                            "function": call.get("function"),
-                        }
-                        for call in message["tool_calls"]
-                    ],
-                }
-            )
+            sent: dict[str, Any] = {
+                "role": "assistant",
+                "content": content,
+                "tool_calls": [
+                    {
+                        "id": vendor_call_id(call),
+                        "type": call.get("type", "function"),
+                        "function": call.get("function"),
+                    }
+                    for call in message["tool_calls"]
+                ],
+            }
+            details = _reasoning_details(message, details_source)
+            if details:
+                sent["reasoning_details"] = details
+            out.append(sent)
         else:
             content = json_safe_content(message.get("content"))
+            sent = {"role": role, "content": content}
             if role == "assistant":
-                content = _think_prefix(message, think_source) + content
-            out.append({"role": role, "content": content})
+                sent["content"] = _think_prefix(message, think_source) + content
+                details = _reasoning_details(message, details_source)
+                if details:
+                    sent["reasoning_details"] = details
+            out.append(sent)
     return out
 
 
@@ -106,6 +150,7 @@ def build_openai_payload(
     max_tokens_field: str = "max_tokens",
     think_source: str | None = None,
     json_schema: bool = True,
+    details_source: str | None = None,
 ) -> dict[str, Any]:
     """A Chat Completions request body.
 
@@ -115,7 +160,9 @@ def build_openai_payload(
     """
     payload: dict[str, Any] = {
         "model": model,
-        "messages": openai_messages(request.messages, think_source=think_source),
+        "messages": openai_messages(
+            request.messages, think_source=think_source, details_source=details_source
+        ),
         max_tokens_field: max_tokens,
     }
     if request.tools:
@@ -159,12 +206,17 @@ def _usage(raw: Any) -> TokenUsage | None:
 
 
 def parse_openai_response(
-    data: Any, *, vendor: str = "OpenAI", think_source: str | None = None
+    data: Any,
+    *,
+    vendor: str = "OpenAI",
+    think_source: str | None = None,
+    details_source: str | None = None,
 ) -> ModelResponse:
     """A Chat Completions response as a ModelResponse (every tool call, in order).
 
     ``think_source``: keep the answer's ``<think>`` reasoning as a thinking block
-    tagged with that adapter, to send back on later turns.
+    tagged with that adapter, to send back on later turns; ``details_source``:
+    keep the message's ``reasoning_details`` the same way.
     """
     from avo.providers.streaming import split_thinking
 
@@ -186,11 +238,14 @@ def parse_openai_response(
     if content is not None and not isinstance(content, str):
         content = json_safe_content(content)
     thought, answer = split_thinking(content or "")
-    thinking = (
+    thinking: list[dict[str, Any]] = (
         [{"type": "think", "text": thought, "source": think_source}]
         if thought and think_source
         else []
     )
+    details = message.get("reasoning_details")
+    if details_source and isinstance(details, list) and details:
+        thinking.append({"type": "reasoning_details", "details": details, "source": details_source})
     calls = []
     for raw in message.get("tool_calls") or []:
         function = raw.get("function") or {}
@@ -264,12 +319,17 @@ def flush_chunks(parser: ThinkingStreamParser, response_id: str | None) -> list[
 
 
 def parse_openai_stream_payload(
-    obj: dict[str, Any], parser: ThinkingStreamParser, *, vendor: str = "OpenAI"
+    obj: dict[str, Any],
+    parser: ThinkingStreamParser,
+    *,
+    vendor: str = "OpenAI",
+    details: list[dict[str, Any]] | None = None,
 ) -> tuple[list[ModelChunk], bool]:
     """Chunks from one decoded ``chat.completion.chunk``; second item: finish seen.
 
     Finish reasons come out as FinishReason values; a ``refusal`` delta is text
-    followed by a ``refusal`` finish chunk.
+    followed by a ``refusal`` finish chunk. ``details``: where to collect the
+    chunk's ``reasoning_details`` fragments (see :func:`merge_reasoning_details`).
     """
     from avo.providers.streaming import ModelChunk
 
@@ -285,6 +345,9 @@ def parse_openai_stream_payload(
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             chunks.append(ModelChunk(thought=reasoning, response_id=response_id))
+        fragments = delta.get("reasoning_details")
+        if details is not None and isinstance(fragments, list):
+            details.extend(part for part in fragments if isinstance(part, dict))
         content = delta.get("content")
         if isinstance(content, str) and content:
             chunks.extend(text_chunks(parser, content, response_id))
@@ -315,12 +378,14 @@ async def stream_openai_chunks(
     *,
     transport_name: str = "OpenAI",
     think_source: str | None = None,
+    details_source: str | None = None,
 ) -> AsyncIterator[ModelChunk]:
     """Normalized chunks from an OpenAI SSE stream; a stream cut before the end is an error.
 
     A refusal stays the finish reason even when the vendor's last chunk says
     ``stop``. ``think_source``: the streamed reasoning also ends as one
-    thinking block tagged with that adapter (see :func:`parse_openai_response`).
+    thinking block tagged with that adapter (see :func:`parse_openai_response`);
+    ``details_source``: so do the streamed ``reasoning_details``, merged.
     """
     from avo.providers.streaming import ModelChunk, ThinkingStreamParser
 
@@ -328,6 +393,7 @@ async def stream_openai_chunks(
     finished = done = refused = False
     response_id: str | None = None
     thoughts: list[str] = []
+    details: list[dict[str, Any]] | None = [] if details_source else None
     async for _event, data in iter_sse_events(lines):
         if data.strip() == "[DONE]":
             done = True
@@ -336,7 +402,9 @@ async def stream_openai_chunks(
         if not isinstance(obj, dict):
             raise malformed(transport_name, f"stream event is not a JSON object: {data[:80]!r}")
         response_id = response_id or obj.get("id")
-        chunks, saw_finish = parse_openai_stream_payload(obj, parser, vendor=transport_name)
+        chunks, saw_finish = parse_openai_stream_payload(
+            obj, parser, vendor=transport_name, details=details
+        )
         finished = finished or saw_finish
         for chunk in chunks:
             if chunk.finish_reason == FinishReason.REFUSAL:
@@ -355,6 +423,10 @@ async def stream_openai_chunks(
     if thoughts:
         block = {"type": "think", "text": "".join(thoughts), "source": think_source}
         yield ModelChunk(thinking_block=block, response_id=response_id)
+    if details:
+        merged = merge_reasoning_details(details)
+        block = {"type": "reasoning_details", "details": merged, "source": details_source}
+        yield ModelChunk(thinking_block=block, response_id=response_id)
 
 
 class OpenAICompatibleProvider(HTTPProvider):
@@ -369,10 +441,16 @@ class OpenAICompatibleProvider(HTTPProvider):
     """False for servers that know ``response_format`` ``json_object`` only."""
     think_round_trip: ClassVar[bool] = False
     """True for vendors that want ``<think>`` reasoning back in the assistant content."""
+    reasoning_details_round_trip: ClassVar[bool] = False
+    """True for vendors that want a turn's ``reasoning_details`` back on its message."""
 
     @property
     def _think_source(self) -> str | None:
         return self.name if self.think_round_trip else None
+
+    @property
+    def _details_source(self) -> str | None:
+        return self.name if self.reasoning_details_round_trip else None
 
     def headers(self) -> dict[str, str]:
         """Bearer auth when a key is configured."""
@@ -394,16 +472,25 @@ class OpenAICompatibleProvider(HTTPProvider):
             max_tokens_field=self.max_tokens_field,
             think_source=self._think_source,
             json_schema=self.json_schema_output,
+            details_source=self._details_source,
         )
 
     def parse_response(self, data: Any) -> ModelResponse:
         """A Chat Completions response."""
-        return parse_openai_response(data, vendor=self.vendor, think_source=self._think_source)
+        return parse_openai_response(
+            data,
+            vendor=self.vendor,
+            think_source=self._think_source,
+            details_source=self._details_source,
+        )
 
     def parse_stream(self, lines: AsyncIterator[str]) -> AsyncIterator[ModelChunk]:
         """A Chat Completions SSE stream."""
         return stream_openai_chunks(
-            lines, transport_name=self.vendor, think_source=self._think_source
+            lines,
+            transport_name=self.vendor,
+            think_source=self._think_source,
+            details_source=self._details_source,
         )
 
 
@@ -411,6 +498,7 @@ __all__ = [
     "OPENAI_FINISH",
     "OpenAICompatibleProvider",
     "build_openai_payload",
+    "merge_reasoning_details",
     "openai_messages",
     "parse_openai_response",
     "parse_openai_stream_payload",

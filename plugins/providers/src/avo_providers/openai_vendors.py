@@ -37,6 +37,9 @@ class OpenRouterProvider(OpenAICompatibleProvider):
     max_tokens_field: ClassVar[str] = "max_tokens"
     # Whether JSON-schema output works depends on the routed model: use an instruction.
     supports_output_schema: ClassVar[bool] = False
+    # Reasoning models behind it (Claude with thinking, Gemini) need their signed
+    # reasoning back with the tool calls it led to.
+    reasoning_details_round_trip: ClassVar[bool] = True
 
     def headers(self) -> dict[str, str]:
         """Bearer auth plus the attribution headers (overridable via config headers)."""

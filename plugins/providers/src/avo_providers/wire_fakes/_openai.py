@@ -46,9 +46,14 @@ class OpenAIWire:
         message = {"role": "assistant", "content": None, "refusal": text}
         return ScriptedResponse.json(self._completion(message, "stop", usage))
 
-    def tool_calls(self, calls: list[Call], usage: TokenUsage) -> ScriptedResponse:
-        """Several tool calls in one turn."""
-        message = {
+    def tool_calls(
+        self,
+        calls: list[Call],
+        usage: TokenUsage,
+        reasoning_details: list[dict[str, Any]] | None = None,
+    ) -> ScriptedResponse:
+        """Several tool calls in one turn (with OpenRouter's ``reasoning_details``, if given)."""
+        message: dict[str, Any] = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
@@ -60,13 +65,35 @@ class OpenAIWire:
                 for call_id, name, arguments in calls
             ],
         }
+        if reasoning_details:
+            message["reasoning_details"] = reasoning_details
         return ScriptedResponse.json(self._completion(message, "tool_calls", usage))
 
-    def tool_calls_stream(self, calls: list[Call], usage: TokenUsage) -> ScriptedResponse:
+    def _details_events(self, details: list[dict[str, Any]]) -> list[tuple[str | None, Any]]:
+        """``reasoning_details`` as OpenRouter streams them: text in fragments, the rest last."""
+        events: list[tuple[str | None, Any]] = []
+        for index, entry in enumerate(details):
+            text = entry.get("text")
+            rest = {k: v for k, v in entry.items() if k != "text"}
+            if isinstance(text, str):
+                for piece in _pieces(text):
+                    part = {"type": entry["type"], "text": piece, "index": index}
+                    events.append((None, self._chunk({"reasoning_details": [part]})))
+            last = {**rest, "index": index}
+            events.append((None, self._chunk({"reasoning_details": [last]})))
+        return events
+
+    def tool_calls_stream(
+        self,
+        calls: list[Call],
+        usage: TokenUsage,
+        reasoning_details: list[dict[str, Any]] | None = None,
+    ) -> ScriptedResponse:
         """Several streamed tool calls, each announced then its arguments in fragments."""
         events: list[tuple[str | None, Any]] = [
             (None, self._chunk({"role": "assistant", "content": None}))
         ]
+        events += self._details_events(reasoning_details or [])
         for index, (call_id, name, arguments) in enumerate(calls):
             first = {
                 "index": index,
