@@ -17,7 +17,9 @@ calls it, so front ends never disagree about a run:
   take its last turns back (runs and events stay in the store);
 - :func:`approve`, :func:`deny`, :func:`answer` — answer a run paused for a
   person (a ``human_input_received`` event); :func:`pending_requests` lists
-  what paused runs wait for (see :mod:`avo.ops.approval`).
+  what paused runs wait for (see :mod:`avo.ops.approval`);
+- :func:`compare_runs` — two stored runs' ``runs diff`` facts and their first
+  divergent event (what the web UI's compare page shows).
 
 Names are imported lazily: ``import avo.ops`` stays cheap.
 """
@@ -31,6 +33,7 @@ from avo.lazy import lazy_exports
 if TYPE_CHECKING:
     from avo.ops.approval import answer, answer_requests, approve, deny, pending_requests
     from avo.ops.cancel import cancel
+    from avo.ops.compare import RunComparison, compare_runs
     from avo.ops.leases import current_holder, holding_lease, owner_name
     from avo.ops.replay import ReplayReport, replay
     from avo.ops.resume import resume
@@ -45,6 +48,8 @@ _LAZY = {
     "deny": "avo.ops.approval",
     "pending_requests": "avo.ops.approval",
     "cancel": "avo.ops.cancel",
+    "RunComparison": "avo.ops.compare",
+    "compare_runs": "avo.ops.compare",
     "current_holder": "avo.ops.leases",
     "holding_lease": "avo.ops.leases",
     "owner_name": "avo.ops.leases",
@@ -63,12 +68,14 @@ __getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "ReplayReport",
+    "RunComparison",
     "RunStatus",
     "SteerMessage",
     "answer",
     "answer_requests",
     "approve",
     "cancel",
+    "compare_runs",
     "current_holder",
     "deny",
     "fork_session",
