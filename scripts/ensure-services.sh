@@ -3,7 +3,9 @@
 #
 # - Installs the Debian packages the tests need when they are missing and we
 #   are root: postgresql (the avo-postgres tests) and bubblewrap (the bwrap
-#   sandbox tests). `apt-get update` runs once, only when something is missing.
+#   sandbox tests), chromium (avo-ui's browser tests drive /usr/bin/chromium
+#   with Playwright; no browser is downloaded). `apt-get update` runs once,
+#   only when something is missing.
 # - Initialises a throwaway PostgreSQL cluster under $AVO_TEST_SERVICES_DIR
 #   (default /tmp/avo-test-services), listening on 127.0.0.1 only, port
 #   $AVO_TEST_POSTGRES_PORT (default 55432), trust auth, fsync off (test data
@@ -40,6 +42,7 @@ install_packages() {
     local missing=()
     [[ -n "$(pg_bindir)" ]] || missing+=(postgresql)
     command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+    [[ -x /usr/bin/chromium ]] || missing+=(chromium)
     ((${#missing[@]} == 0)) && return 0
     if [[ "$(id -u)" != 0 ]]; then
         die "missing Debian packages: ${missing[*]}; install them (sudo apt-get install -y ${missing[*]}) or run this script as root"
@@ -50,6 +53,9 @@ install_packages() {
     # Install both whenever either is missing: one apt run, and the set stays
     # the one the test suite documents.
     apt-get install -y -qq --no-install-recommends postgresql bubblewrap >/dev/null
+    if [[ ! -x /usr/bin/chromium ]]; then
+        apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+    fi
 }
 
 # Run a command as the cluster owner: `postgres` when we are root.
