@@ -1,0 +1,300 @@
+"""The ASGI app: pages, the live stream, and the actions (see :func:`create_app`).
+
+Every page reads the store when asked; nothing about a run is kept here but
+the background tasks this server started (a resumed or new run it drives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from avo.events import TERMINAL_EVENT_TYPES
+from avo.exceptions import AvoError
+from avo.ops.approval import open_requests
+from avo.state import RunState, StopReason, is_terminal
+from avo.storage.queries import MAX_PAGE, RunQuery, query_runs, run_facet_values
+from avo_ui import timeline
+from avo_ui.security import Guard, GuardMiddleware
+
+STATIC = Path(__file__).parent / "static"
+POLL_SECONDS = 0.25
+
+
+@dataclass
+class UI:
+    """What the handlers share: the store, the guard, where new runs work."""
+
+    store: Any
+    guard: Guard
+    workspace: Path
+    config: str | None = None
+    environ: Mapping[str, str] | None = None
+    tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    templates: Environment = field(
+        default_factory=lambda: Environment(
+            loader=PackageLoader("avo_ui", "templates"),
+            autoescape=select_autoescape(["html"]),
+            enable_async=False,
+        )
+    )
+
+    def render(self, name: str, request: Request, status: int = 200, **values: Any) -> HTMLResponse:
+        page = self.templates.get_template(name).render(
+            csrf=self.guard.csrf_token, path=request.url.path, **values
+        )
+        return HTMLResponse(page, status)
+
+
+def _ui(request: Request) -> UI:
+    ui: UI = request.app.state.ui
+    return ui
+
+
+# ---------------------------------------------------------------------- runs list
+
+
+def _query(request: Request) -> tuple[RunQuery, dict[str, str]]:
+    params = request.query_params
+    shown = {
+        k: params[k]
+        for k in ("q", "state", "reason", "provider", "model", "tool", "session")
+        if params.get(k)
+    }
+    try:
+        states = tuple(RunState(s) for s in params.getlist("state") if s)
+        reasons = tuple(StopReason(s) for s in params.getlist("reason") if s)
+        limit = int(params.get("limit", "50"))
+    except ValueError as exc:
+        raise HTTPException(400, f"bad filter: {exc}; pick a value from the list") from exc
+    query = RunQuery(
+        text=params.get("q") or None,
+        states=states,
+        stop_reasons=reasons,
+        provider=params.get("provider") or None,
+        model=params.get("model") or None,
+        tool=params.get("tool") or None,
+        session_id=params.get("session") or None,
+        limit=max(1, min(limit, MAX_PAGE)),
+        cursor=params.get("cursor") or None,
+    )
+    return query, shown
+
+
+async def runs_page(request: Request) -> Response:
+    ui = _ui(request)
+    query, shown = _query(request)
+    page = await query_runs(ui.store, query)
+    facets = await run_facet_values(ui.store)
+    next_link = None
+    if page.next_cursor:
+        next_link = "/?" + urlencode({**shown, "cursor": page.next_cursor})
+    return ui.render(
+        "runs.html",
+        request,
+        page=page,
+        shown=shown,
+        facets=facets,
+        states=[s.value for s in RunState],
+        next_link=next_link,
+        first_link=("/?" + urlencode(shown)) if query.cursor else None,
+    )
+
+
+# ---------------------------------------------------------------------- one run
+
+
+async def _run_or_404(ui: UI, run_id: str) -> Any:
+    run = await ui.store.get_run(run_id)
+    if run is None:
+        raise HTTPException(404, f"run {run_id} is not in this store; pick one from the runs list")
+    return run
+
+
+def _activity(ui: UI, run: Any, open_calls: list[str]) -> str:
+    if run.run_id in ui.tasks and not ui.tasks[run.run_id].done():
+        return "live"
+    if run.state is RunState.PAUSED:
+        return "waiting for you" if open_calls else "paused"
+    return run.state.value
+
+
+async def run_page(request: Request) -> Response:
+    ui = _ui(request)
+    run_id = request.path_params["run_id"]
+    run = await _run_or_404(ui, run_id)
+    events = await ui.store.get_events(run_id)
+    open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
+    built = timeline.build(events, open_calls)
+    return ui.render(
+        "run.html",
+        request,
+        run=run,
+        tl=built,
+        activity=_activity(ui, run, open_calls),
+        terminal=is_terminal(run.state),
+        error=ui.errors.get(run_id) or request.query_params.get("error"),
+        paused=run.state is RunState.PAUSED,
+    )
+
+
+def _sse(event: str, data: str) -> str:
+    lines = "".join(f"data: {line}\n" for line in data.splitlines() or [""])
+    return f"event: {event}\n{lines}\n"
+
+
+async def run_stream(request: Request) -> Response:
+    """Server-sent events: each new timeline item as HTML and the run's state.
+
+    A paused run stays followed (someone may answer it from the CLI); ``end``
+    comes with the run's terminal event.
+    """
+    ui = _ui(request)
+    run_id = request.path_params["run_id"]
+    await _run_or_404(ui, run_id)
+    try:
+        after = int(request.query_params.get("after", "0"))
+    except ValueError as exc:
+        raise HTTPException(400, "after must be an event sequence number") from exc
+    item_template = ui.templates.get_template("_item.html")
+
+    async def stream() -> AsyncIterator[str]:
+        seen = after
+        yield "retry: 1000\n\n"
+        while True:
+            if await request.is_disconnected():
+                return
+            events = await ui.store.get_events(run_id)
+            fresh = [e for e in events if e.sequence > seen]
+            if fresh:
+                open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
+                builder = timeline.Builder(open_calls)
+                for event in events:
+                    item = builder.add(event)
+                    if event.sequence > seen and item is not None:
+                        html = item_template.render(
+                            item=item, csrf=ui.guard.csrf_token, run_id=run_id
+                        )
+                        yield _sse("item", html)
+                seen = fresh[-1].sequence
+                run = await ui.store.get_run(run_id)
+                state = {
+                    "state": run.state.value if run else "?",
+                    "activity": _activity(ui, run, open_calls) if run else "?",
+                    "steps": run.steps if run else 0,
+                    "tokens": run.token_usage.total_tokens if run else 0,
+                    "last": seen,
+                }
+                yield _sse("state", json.dumps(state))
+                if fresh[-1].event_type in TERMINAL_EVENT_TYPES:
+                    yield _sse("end", json.dumps(state))
+                    return
+            else:
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(POLL_SECONDS)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def event_raw(request: Request) -> Response:
+    ui = _ui(request)
+    run_id = request.path_params["run_id"]
+    await _run_or_404(ui, run_id)
+    sequence = request.path_params["sequence"]
+    events = await ui.store.get_events(run_id)
+    for event in events:
+        if event.sequence == sequence:
+            return JSONResponse(json.loads(event.model_dump_json()))
+    raise HTTPException(404, f"run {run_id} has no event {sequence}")
+
+
+async def events_raw(request: Request) -> Response:
+    ui = _ui(request)
+    run_id = request.path_params["run_id"]
+    await _run_or_404(ui, run_id)
+    events = await ui.store.get_events(run_id)
+    return JSONResponse([json.loads(e.model_dump_json()) for e in events])
+
+
+# ---------------------------------------------------------------------- errors
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if request.url.path.endswith((".json", "/stream")) or "/events/" in request.url.path:
+        return PlainTextResponse(str(exc.detail), exc.status_code)
+    return _ui(request).render(
+        "error.html", request, exc.status_code, message=exc.detail, code=exc.status_code
+    )
+
+
+async def avo_error(request: Request, exc: Exception) -> Response:
+    return _ui(request).render("error.html", request, 400, message=str(exc), code=400)
+
+
+def create_app(
+    store: Any,
+    *,
+    guard: Guard | None = None,
+    workspace: str | Path | None = None,
+    config: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Starlette:
+    """The UI over ``store`` (any avo event store), guarded by ``guard`` (loopback, no token)."""
+    from avo_ui import actions, pages
+
+    ui = UI(
+        store=store,
+        guard=guard or Guard(),
+        workspace=Path(workspace or Path.cwd()).resolve(),
+        config=config,
+        environ=environ,
+    )
+    routes = [
+        Route("/", runs_page),
+        Route("/runs", actions.start_run, methods=["POST"]),
+        Route("/runs/{run_id}", run_page),
+        Route("/runs/{run_id}/stream", run_stream),
+        Route("/runs/{run_id}/events.json", events_raw),
+        Route("/runs/{run_id}/events/{sequence:int}", event_raw),
+        Route("/runs/{run_id}/{action}", actions.act, methods=["POST"]),
+        Route("/compare", pages.compare_page),
+        Route("/sessions", pages.sessions_page),
+        Route("/plugins", pages.plugins_page),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, AvoError: avo_error},
+    )
+    app.state.ui = ui
+    app.add_middleware(GuardMiddleware, guard=ui.guard)
+    return app
+
+
+__all__ = ["UI", "Markup", "create_app"]

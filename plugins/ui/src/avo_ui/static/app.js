@@ -1,0 +1,85 @@
+// avo ui: follow a run live (server-sent events), raw events on demand, compare picks.
+(function () {
+  "use strict";
+
+  function follow(head) {
+    var runId = head.dataset.run;
+    var last = head.dataset.last || "0";
+    var timeline = document.getElementById("timeline");
+    var note = document.getElementById("live-note");
+    var source = new EventSource("/runs/" + encodeURIComponent(runId) + "/stream?after=" + last);
+    source.addEventListener("item", function (msg) {
+      var holder = document.createElement("div");
+      holder.innerHTML = msg.data;
+      var node = holder.firstElementChild;
+      if (!node || document.getElementById(node.id)) return;
+      node.classList.add("fresh");
+      timeline.appendChild(node);
+      if (note) note.hidden = false;
+      if (window.innerHeight + window.scrollY >= document.body.offsetHeight - 300) {
+        node.scrollIntoView({ block: "end" });
+      }
+    });
+    source.addEventListener("state", function (msg) {
+      var s = JSON.parse(msg.data);
+      var badge = document.getElementById("run-state");
+      badge.textContent = s.activity;
+      badge.className = "badge " + s.state;
+      document.getElementById("run-steps").textContent = s.steps;
+      document.getElementById("run-tokens").textContent = Number(s.tokens).toLocaleString("en");
+      head.dataset.last = s.last;
+    });
+    source.addEventListener("end", function () {
+      source.close();
+      if (note) note.hidden = true;
+      // the actions offered depend on the state the run stopped in
+      window.setTimeout(function () { window.location.reload(); }, 150);
+    });
+  }
+
+  function rawToggles() {
+    document.addEventListener("click", function (ev) {
+      var button = ev.target.closest(".raw-toggle");
+      if (!button) return;
+      var pre = button.closest(".card").querySelector("pre.raw");
+      if (!pre.hidden) { pre.hidden = true; return; }
+      fetch(button.dataset.raw, { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (data) { pre.textContent = JSON.stringify(data, null, 2); pre.hidden = false; });
+    });
+  }
+
+  function comparePicks() {
+    var form = document.getElementById("compare-form");
+    if (!form) return;
+    var button = document.getElementById("compare-button");
+    form.addEventListener("change", function () {
+      var picked = Array.prototype.slice.call(form.querySelectorAll(".pick:checked"));
+      button.disabled = picked.length !== 2;
+      button.textContent = picked.length === 2 ? "Compare these two" : "Compare selected (" + picked.length + "/2)";
+      if (picked.length === 2) {
+        document.getElementById("cmp-a").value = picked[0].value;
+        document.getElementById("cmp-b").value = picked[1].value;
+      }
+    });
+  }
+
+  function confirms() {
+    document.addEventListener("submit", function (ev) {
+      var text = ev.target.dataset && ev.target.dataset.confirm;
+      if (text && !window.confirm(text)) ev.preventDefault();
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var head = document.querySelector(".runhead");
+    if (head && head.dataset.live === "yes") follow(head);
+    var quiet = document.getElementById("show-quiet");
+    if (quiet) quiet.addEventListener("change", function () {
+      document.getElementById("timeline").classList.toggle("show-quiet", quiet.checked);
+    });
+    rawToggles();
+    comparePicks();
+    confirms();
+  });
+})();
