@@ -42,11 +42,29 @@ def json_data(value: Any) -> Any:
     raise _NotPlain
 
 
+def usage_json(usage: TokenUsage) -> dict[str, Any]:
+    """``usage`` as JSON: input and output tokens, and the cache/reasoning counts when set."""
+    try:
+        return _usage(usage)
+    except _NotPlain:
+        dumped: dict[str, Any] = usage.model_dump(mode="json")
+        return {k: v for k, v in dumped.items() if v or k in ("input_tokens", "output_tokens")}
+
+
 def _usage(usage: TokenUsage) -> dict[str, Any]:
     if type(usage) is not TokenUsage:
         raise _NotPlain
     fields = usage.__dict__
-    return {"input_tokens": fields["input_tokens"], "output_tokens": fields["output_tokens"]}
+    out = {"input_tokens": fields["input_tokens"], "output_tokens": fields["output_tokens"]}
+    # The cache and reasoning breakdowns only when the vendor reported them (compact
+    # events; a stored usage without them reads back as zeros).
+    if fields["cache_read_tokens"]:
+        out["cache_read_tokens"] = fields["cache_read_tokens"]
+    if fields["cache_write_tokens"]:
+        out["cache_write_tokens"] = fields["cache_write_tokens"]
+    if fields["reasoning_tokens"]:
+        out["reasoning_tokens"] = fields["reasoning_tokens"]
+    return out
 
 
 def response_json(response: ModelResponse) -> dict[str, Any]:
@@ -90,6 +108,10 @@ def response_json(response: ModelResponse) -> dict[str, Any]:
         thinking = fields["thinking"]
         if thinking:
             out["thinking"] = [json_data(block) for block in thinking]
+        if fields["provider"] is not None:
+            out["provider"] = fields["provider"]
+        if fields["model"] is not None:
+            out["model"] = fields["model"]
         return out
     except _NotPlain:
         return compact(response.model_dump(mode="json"))
@@ -98,6 +120,13 @@ def response_json(response: ModelResponse) -> dict[str, Any]:
 def compact(dumped: dict[str, Any]) -> dict[str, Any]:
     """A response's ``model_dump(mode="json")`` in the compact form of :func:`response_json`."""
     out = {key: value for key, value in dumped.items() if value is not None and value != []}
+    usage = out.get("usage")
+    if isinstance(usage, dict):
+        out["usage"] = {
+            key: value
+            for key, value in usage.items()
+            if value or key in ("input_tokens", "output_tokens")
+        }
     calls = out.get("tool_calls")
     if isinstance(calls, list):
         out["tool_calls"] = [
@@ -115,4 +144,4 @@ _OPTIONAL_CALL_KEYS = frozenset({"vendor_id", "signature"})
 _FINISH_VALUE = {reason: reason.value for reason in FinishReason}
 
 
-__all__ = ["compact", "json_data", "response_json"]
+__all__ = ["compact", "json_data", "response_json", "usage_json"]

@@ -86,6 +86,8 @@ class _RunContext:
     # the session the run belongs to.
     seam: Any = None
     session_id: str | None = None
+    # The transcript holds images or documents (avo._media prepares each request).
+    media: bool = False
     # The run's id, read once (it never changes; a plain attribute is read ~20 times a step).
     run_id: str = field(init=False, default="")
 

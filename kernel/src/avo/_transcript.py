@@ -64,8 +64,13 @@ def answer_message(response: ModelResponse) -> dict[str, JsonValue]:
 def tool_result_message(result: ToolResult, vendor_id: str | None = None) -> dict[str, JsonValue]:
     """The ``role: tool`` message carrying a result back to the model."""
     if result.success:
-        output = result.output
-        content = output if isinstance(output, str) else canonical_json(output)
+        output: Any = result.output
+        if type(output) is str:
+            content: JsonValue = output
+        elif type(output) is dict and output.get("type") == "content_blocks":
+            content = list(output["blocks"])  # text, images, documents (avo.content_blocks)
+        else:
+            content = canonical_json(output)
     else:
         content = canonical_json({"error": result.error})
     message: dict[str, JsonValue] = {

@@ -122,10 +122,45 @@ def _text_length(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
+IMAGE_TOKENS = 1_600
+"""The estimate for one image (vendors bill a large image at about this many tokens)."""
+
+
+def _block_chars(block: Any) -> int:
+    """Characters one content block weighs: its text, or an estimate for media."""
+    if type(block) is not dict:
+        return _text_length(block)
+    kind = block.get("type")
+    if kind == "text":
+        return len(str(block.get("text") or ""))
+    if kind == "image":
+        return IMAGE_TOKENS * CHARS_PER_TOKEN
+    if kind == "document":
+        size = block.get("size")
+        if not isinstance(size, int):
+            data = block.get("data")
+            size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        media_type = str(block.get("media_type") or "")
+        if media_type.startswith("text/"):
+            return size  # about one character per byte
+        # A PDF page is read as text and as an image: about a token per 40 bytes.
+        return max(IMAGE_TOKENS, size // 40) * CHARS_PER_TOKEN
+    return _text_length(block)
+
+
 def message_tokens(message: Mapping[str, Any]) -> int:
-    """Estimated tokens of one transcript message (content, tool calls, framing)."""
+    """Estimated tokens of one transcript message (content, tool calls, framing).
+
+    Images count :data:`IMAGE_TOKENS` each and documents by their size, never
+    by the length of their base64 text or blob reference.
+    """
     content = message.get("content")
-    chars = len(content) if type(content) is str else _text_length(content)
+    if type(content) is str:
+        chars = len(content)
+    elif type(content) is list:
+        chars = sum(_block_chars(block) for block in content)
+    else:
+        chars = _text_length(content)
     calls = message.get("tool_calls")
     if calls:
         for call in calls:

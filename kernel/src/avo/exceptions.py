@@ -32,7 +32,9 @@
     ├── OptionalDependencyError     (a name whose implementation lives in a plugin)
     ├── HookError                   (a hook executor got no decision: crash, timeout, ...)
     ├── ApprovalError               (an answer to a paused run that cannot be recorded)
-    └── MemoryStoreError            (a long-term memory store failed or was misconfigured)
+    ├── MemoryStoreError            (a long-term memory store failed or was misconfigured)
+    ├── ContentNotSupportedError    (an image or document the model cannot be shown)
+    └── CredentialError             (a stored API key that cannot be read, written or removed)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
 callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
@@ -311,13 +313,43 @@ class MemoryStoreError(AvoError):
         self.provider = provider
 
 
+class ContentNotSupportedError(AvoError):
+    """An image or document was given to a model that cannot take it (refused before
+    anything is recorded). ``.provider`` and ``.model`` name who cannot; ``.kind`` is
+    what was refused (``image``, ``document``, ``image URL``...)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        kind: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.kind = kind
+
+
+class CredentialError(AvoError):
+    """A stored API key could not be read, written or removed (``.provider`` names it).
+    Its message never contains the key."""
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
 __all__ = [
     "ApprovalError",
     "AvoError",
     "BundleError",
     "CheckpointNotFoundError",
     "ConfigError",
+    "ContentNotSupportedError",
     "ContextWindowError",
+    "CredentialError",
     "DuplicateToolError",
     "EventInvariantError",
     "FakeProviderExhaustedError",

@@ -136,24 +136,44 @@ class AvoModel(BaseModel):
 
 
 class TokenUsage(AvoModel):
-    """Token counts of one or more model calls."""
+    """Token counts of one or more model calls.
+
+    ``input_tokens`` counts every input token, including those the vendor read
+    from its prompt cache (``cache_read_tokens``) or wrote to it
+    (``cache_write_tokens``), which are billed at their own prices;
+    ``output_tokens`` counts every output token, including the model's
+    reasoning (``reasoning_tokens``). The three breakdowns are 0 when the
+    vendor reports none.
+    """
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+    reasoning_tokens: int = Field(default=0, ge=0)
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens billed at the plain input price (no cache read or write)."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
     def plus(self, other: TokenUsage) -> TokenUsage:
         """Return a new TokenUsage summing both."""
         # Sums of validated non-negative ints: nothing to re-validate.
+        mine, theirs = self.__dict__, other.__dict__
         return trusted(
             TokenUsage,
             {
-                "input_tokens": self.input_tokens + other.input_tokens,
-                "output_tokens": self.output_tokens + other.output_tokens,
+                "input_tokens": mine["input_tokens"] + theirs["input_tokens"],
+                "output_tokens": mine["output_tokens"] + theirs["output_tokens"],
+                "cache_read_tokens": mine["cache_read_tokens"] + theirs["cache_read_tokens"],
+                "cache_write_tokens": mine["cache_write_tokens"] + theirs["cache_write_tokens"],
+                "reasoning_tokens": mine["reasoning_tokens"] + theirs["reasoning_tokens"],
             },
         )
 
@@ -298,6 +318,9 @@ class ModelResponse(AvoModel):
     ``thinking`` holds the vendor's reasoning blocks (with their signatures)
     that must be sent back on later turns, each tagged with the ``source``
     adapter that made it; the runtime keeps them in the transcript.
+    ``provider`` / ``model`` name who answered when that is not the runtime's
+    own provider and model (a router's route); the run records them with the
+    usage, so the call is priced as what it was.
     """
 
     response_id: str = Field(default_factory=new_id)
@@ -306,6 +329,8 @@ class ModelResponse(AvoModel):
     usage: TokenUsage | None = None
     finish_reason: FinishReason | None = None
     thinking: list[dict[str, JsonValue]] = Field(default_factory=list)
+    provider: str | None = None
+    model: str | None = None
 
     if TYPE_CHECKING:  # the constructor also takes the single-call spelling ``tool_call=``
 
@@ -319,6 +344,8 @@ class ModelResponse(AvoModel):
             usage: TokenUsage | None = None,
             finish_reason: FinishReason | None = None,
             thinking: list[dict[str, JsonValue]] = ...,
+            provider: str | None = None,
+            model: str | None = None,
         ) -> None: ...
 
     @model_validator(mode="before")

@@ -7,7 +7,7 @@ import functools
 import logging
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,15 @@ logger = logging.getLogger("avo.runtime")
 _utc_now_fast: Clock = functools.partial(datetime.now, UTC)
 
 
+def _has_media(messages: Iterable[Mapping[str, Any]]) -> bool:
+    """True when a transcript holds images or documents (checked once per run)."""
+    if not any(type(message.get("content")) is list for message in messages):
+        return False
+    from avo.content_blocks import messages_have_media
+
+    return messages_have_media(messages)
+
+
 class AgentRuntime:
     """Drives runs through the state machine, one event and checkpoint at a time."""
 
@@ -107,6 +116,8 @@ class AgentRuntime:
         workspace: str | None = None,
         sleep: Sleep = asyncio.sleep,
         answerer: Answerer | None = None,
+        media_fallback: str = "refuse",
+        blob_store: Any | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
@@ -166,6 +177,17 @@ class AgentRuntime:
             self._configure_seam(shapers, bundles, context_window)
         self.workspace = workspace
         self._steering = SteeringQueue()
+        # Images and documents (avo._media): what happens to an attachment the model
+        # cannot take ("refuse": run() raises ContentNotSupportedError; "placeholder":
+        # a text line stands in for it), where media bytes are kept (None: the event
+        # store's blob store, see avo.blobs), and recently read bytes.
+        if media_fallback not in ("refuse", "placeholder"):
+            raise ValueError(
+                f"media_fallback must be 'refuse' or 'placeholder', got {media_fallback!r}"
+            )
+        self.media_fallback = media_fallback
+        self._blob_store = blob_store
+        self._blob_cache: Any = None
 
     def _configure_seam(
         self, shapers: Iterable[Any], bundles: Iterable[Any], window: int | ContextWindow | None
@@ -207,6 +229,7 @@ class AgentRuntime:
         run_id: str | None = None,
         session_id: str | None = None,
         output_schema: type[Any] | None = None,
+        attachments: Sequence[Any] = (),
     ) -> RunResult:
         """Start a run for ``task`` and drive it to a terminal state.
 
@@ -214,10 +237,20 @@ class AgentRuntime:
         it starts from the transcript the session's previous run ended with.
         ``output_schema`` (a pydantic model class): the final answer must be JSON
         matching it; the parsed object is ``RunResult.parsed``.
+        ``attachments``: files (paths) or content blocks (:mod:`avo.content_blocks`)
+        sent with the task; one the model cannot take raises
+        :class:`~avo.exceptions.ContentNotSupportedError` before anything is
+        recorded (unless ``media_fallback="placeholder"``).
         """
         schema = output_json_schema(output_schema) if output_schema is not None else None
         from avo._run_setup import RunScope
 
+        content: list[dict[str, JsonValue]] | None = None
+        attached: list[dict[str, JsonValue]] = []
+        if attachments:
+            from avo._media import attachments_content
+
+            content, attached = await attachments_content(self, task, list(attachments))
         async with self._lock, RunScope(self) as scope:
             run_id = run_id or new_id()
             setup = await scope.prepare(run_id, task, session_id, resumed=False)
@@ -235,11 +268,16 @@ class AgentRuntime:
             messages.extend(setup.carried)
             if schema is not None and not self._schema_mode:
                 messages.append({"role": "system", "content": schema_instruction(schema)})
-            messages.append({"role": "user", "content": task})
+            user: dict[str, JsonValue] = {"role": "user", "content": task}
+            if content is not None:
+                user["content"] = list[JsonValue](content)
+            messages.append(user)
             payload: dict[str, JsonValue] = {
                 "task": self.redactor.text(task),
                 "policy": self.policy.model_dump(mode="json"),
             }
+            if attached:
+                payload["attachments"] = list(attached)
             if system_prompt:
                 payload["system_prompt"] = self.redactor.text(system_prompt)
             if schema is not None:
@@ -264,6 +302,8 @@ class AgentRuntime:
                 output_schema=schema,
             )
             scope.attach(ctx)
+            if content is not None or (setup.carried and _has_media(setup.carried)):
+                ctx.media = True
             validate_event_append(ctx.log, event)
             ctx.run = await self.event_store.create_run(run, event)
             await scope.created(ctx)
@@ -366,6 +406,7 @@ class AgentRuntime:
             restore_provider(self, run_id, cp.provider_metadata)
             setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
             ctx = self._context_from_checkpoint(run, log, cp)
+            ctx.media = _has_media(ctx.messages)
             scope.attach(ctx, cp.shaper_state)
             ctx.call_ids_seen = _call_ids_given(events)
             ctx.output_model = output_schema

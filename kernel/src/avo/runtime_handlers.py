@@ -112,6 +112,10 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         request = await seam.shape(rt, ctx, request)
         if request is None:
             return
+    if ctx.media:  # images/documents: bytes from the blob store, placeholders where unsupported
+        from avo._media import media_request
+
+        request = await media_request(rt, request)
     _bind_event_sink(rt, ctx)
     await flush(rt, ctx)
     started = time.perf_counter()
@@ -210,8 +214,9 @@ async def _record_response(
             "duration_ms": round(duration_ms, 3),
             "token_accounting_available": accounting,
             "usage": dumped.get("usage"),  # the response's own usage, already dumped
-            "provider": rt._provider_name,  # the runtime's configuration, not model output
-            "model": rt._provider_model,
+            # the runtime's configuration (or the router route that answered), not model output
+            "provider": response.provider or rt._provider_name,
+            "model": response.model or rt._provider_model,
         },
         redact=False,
         steps=step,

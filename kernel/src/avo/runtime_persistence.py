@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from avo._dump import usage_json
 from avo._run_context import _RunContext
 from avo._transcript import close_batch
 from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
@@ -285,6 +286,11 @@ async def record_tool_result(rt: AgentRuntime, ctx: _RunContext, result: ToolRes
     The call counts as completed at once (it never runs again); its message joins
     the transcript when the batch closes (``close_batch``), in the model's order.
     """
+    output = result.output
+    if type(output) is dict and output.get("type") == "content_blocks":
+        from avo._media import store_tool_output  # media bytes go to the blob store first
+
+        result = await store_tool_output(rt, ctx, result)
     # One redaction walk, over the result: the other fields are kernel values or
     # copies of the (redacted) result's.
     dumped = rt.redactor.value(result.model_dump(mode="json"))
@@ -376,7 +382,7 @@ async def terminate(
             "output": output,
             "error": error,
             "steps": run.steps,
-            "token_usage": run.token_usage.model_dump(mode="json"),
+            "token_usage": usage_json(run.token_usage),
             "token_accounting_available": run.token_accounting_available,
         },
         offset=2,

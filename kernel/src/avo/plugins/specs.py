@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
+    from avo.pricing import ModelPrices
+
 PLUGIN_API_VERSION = "1.0"
 """The plugin API this kernel speaks. Plugins declare ``avo-kernel>=1.0,<2``."""
 
@@ -46,8 +48,65 @@ class ProviderCapabilities:
     parallel_tool_calls: bool = False
     json_schema_output: bool = False
     vision: bool = False
+    """Images reach the model (in user messages and in tool results)."""
     prompt_caching: bool = False
     context_window: int | None = None
+    documents: tuple[str, ...] = ()
+    """Media types of documents the model reads as documents (``application/pdf``...);
+    a textual document it does not list reaches it as text."""
+    image_urls: bool = False
+    """An image may be given by URL (the vendor fetches it)."""
+    document_urls: bool = False
+    """A document may be given by URL (the vendor fetches it)."""
+    thinking: bool = False
+    """The model can reason before answering (reasoning tokens are reported)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a provider plugin knows about one of its models; None means unknown.
+
+    ``documents``: media types of documents the model reads (None unknown, ``()``
+    none). ``prices`` (:class:`avo.pricing.ModelPrices`, USD per million tokens,
+    with the date they were checked). ``local``: runs on the user's machine, so
+    it costs nothing. ``source``: ``catalog`` (declared by the plugin) or
+    ``server`` (listed by the provider's server, e.g. a local Ollama).
+    """
+
+    name: str
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    tools: bool | None = None
+    vision: bool | None = None
+    documents: tuple[str, ...] | None = None
+    json_schema: bool | None = None
+    thinking: bool | None = None
+    prompt_caching: bool | None = None
+    prices: ModelPrices | None = None
+    local: bool = False
+    source: str = "catalog"
+
+    def capabilities(self, base: ProviderCapabilities) -> ProviderCapabilities:
+        """``base`` (the provider's) with what this model is known to do or not do."""
+        import dataclasses
+
+        updates: dict[str, Any] = {}
+        for name, value in (
+            ("vision", self.vision),
+            ("tool_calls", self.tools),
+            ("json_schema_output", self.json_schema),
+            ("thinking", self.thinking),
+            ("prompt_caching", self.prompt_caching),
+            ("documents", self.documents),
+            ("context_window", self.context_window),
+        ):
+            if value is not None:
+                updates[name] = value
+        if self.vision is False:
+            updates["image_urls"] = False
+        if self.documents == ():
+            updates["document_urls"] = False
+        return dataclasses.replace(base, **updates) if updates else base
 
 
 @dataclass(frozen=True)
@@ -74,6 +133,13 @@ class ProviderSpec:
     """Embedding models the provider offers, name -> vector dimensions. A provider
     that declares any builds objects with ``async embed(texts, *, model)`` (see
     :class:`avo.embeddings.EmbeddingProvider`)."""
+    catalog: Mapping[str, ModelInfo] = field(default_factory=dict)
+    """What the plugin knows about each model: limits, capabilities, prices."""
+    local: bool = False
+    """The models run on the user's machine: every call is free (priced at zero)."""
+    list_models: Factory | None = None
+    """``list_models(settings: dict, *, environ) -> list[ModelInfo]``: the models the
+    provider's server offers right now (``avo models`` asks; e.g. a local Ollama)."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,16 @@ from avo._dump import response_json
 from avo.exceptions import FakeProviderExhaustedError, ProviderError
 from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, replaced, trusted
 
+_ZERO_USAGE = {
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "cache_read_tokens": 0,
+    "cache_write_tokens": 0,
+    "reasoning_tokens": 0,
+}
+
 if TYPE_CHECKING:
+    from avo.plugins.specs import ProviderCapabilities
     from avo.providers.streaming import ModelChunk
 
 ScriptItem = ModelResponse | Mapping[str, Any] | Exception
@@ -58,6 +67,7 @@ class FakeProvider:
         record_requests: bool = True,
         chunk_chars: int = 0,
         chunk_delay: float = 0.0,
+        capabilities: ProviderCapabilities | None = None,
     ) -> None:
         if chunk_chars < 0 or chunk_delay < 0:
             raise ValueError(
@@ -71,6 +81,25 @@ class FakeProvider:
         self.cursor = 0
         self.requests: list[ModelRequest] = []
         self._script_json: list[JsonValue] | None = None
+        self._capabilities = capabilities
+
+    @property
+    def capabilities(self) -> ProviderCapabilities:
+        """What the fake model accepts: everything (images, PDFs and text, by bytes or
+        URL) unless ``capabilities=`` says otherwise, to test a text-only model."""
+        if self._capabilities is None:
+            from avo.plugins.specs import ProviderCapabilities
+
+            self._capabilities = ProviderCapabilities(
+                streaming=True,
+                tool_calls=True,
+                parallel_tool_calls=True,
+                vision=True,
+                documents=("application/pdf", "text/plain", "text/markdown"),
+                image_urls=True,
+                document_urls=True,
+            )
+        return self._capabilities
 
     def _next_item(self) -> ScriptItem:
         if self.cursor < len(self._script):
@@ -101,7 +130,7 @@ class FakeProvider:
             return response
         update: dict[str, Any] = {}
         if fields["usage"] is None:
-            update["usage"] = trusted(TokenUsage, {"input_tokens": 0, "output_tokens": 0})
+            update["usage"] = trusted(TokenUsage, dict(_ZERO_USAGE))
         if fields["finish_reason"] is None:
             update["finish_reason"] = (
                 FinishReason.TOOL_CALLS if fields["tool_calls"] else FinishReason.STOP

@@ -58,6 +58,19 @@ class InMemoryEventStore(InMemorySessions):
         self._logs: dict[str, RunLogState] = {}
         self._checkpoints: dict[str, Checkpoint] = {}
         self._order: list[str] = []
+        self._blobs: Any = None
+
+    async def put_blob(self, ref: str, data: bytes, media_type: str) -> None:
+        """Keep a run's image or document bytes under their digest (see avo.blobs)."""
+        if self._blobs is None:
+            from avo.blobs import InMemoryBlobStore
+
+            self._blobs = InMemoryBlobStore()
+        await self._blobs.put_blob(ref, data, media_type)
+
+    async def get_blob(self, ref: str) -> bytes | None:
+        """The bytes stored under ``ref``, or None."""
+        return None if self._blobs is None else await self._blobs.get_blob(ref)
 
     async def __aenter__(self) -> InMemoryEventStore:
         return self

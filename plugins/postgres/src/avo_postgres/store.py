@@ -43,6 +43,7 @@ from avo.models import Checkpoint, RunRecord
 from avo.storage.batch import check_batch_shape
 from avo.storage.leases import Lease
 from avo_postgres import leases
+from avo_postgres.blobs import PostgresBlobs
 from avo_postgres.checkpoints import CachedLists
 from avo_postgres.connection import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -66,7 +67,7 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _T = TypeVar("_T")
 
 
-class PostgresEventStore(WriteOps, StoreReads, PostgresSessions):
+class PostgresEventStore(WriteOps, StoreReads, PostgresSessions, PostgresBlobs):
     """The EventStore protocol on PostgreSQL (asyncpg), safe for many writers.
 
     ``dsn`` is a ``postgresql://user[:password]@host[:port]/database`` URL. The

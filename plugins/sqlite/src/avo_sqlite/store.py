@@ -24,6 +24,7 @@ from avo_sqlite._core import SQLiteCore
 from avo_sqlite._group import GroupCommit, cancel_again
 from avo_sqlite._txn import WouldBlock
 from avo_sqlite._worker import Worker
+from avo_sqlite.blobs import SQLiteBlobs
 from avo_sqlite.sessions import SQLiteSessions
 
 T = TypeVar("T")
@@ -40,7 +41,7 @@ def _location_to_path(location: str | Path) -> Path:
     return Path(text)
 
 
-class SQLiteEventStore(SQLiteSessions):
+class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
     """Durable event store on SQLite (WAL mode), with delta checkpoints and run leases.
 
     It also keeps sessions (:mod:`avo.sessions`; see :mod:`avo_sqlite.sessions`).
@@ -229,6 +230,7 @@ class SQLiteEventStore(SQLiteSessions):
         self._closed = True
         await asyncio.to_thread(self._worker.stop)
         self._close_sessions()
+        self._close_blobs()
 
     async def __aenter__(self) -> SQLiteEventStore:
         return self
