@@ -30,6 +30,7 @@ from avo_providers.http_common import (
     vendor_call_id,
     vendor_result_id,
 )
+from avo_providers.media import anthropic_blocks, is_blocks
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": vendor_result_id(message),
-        "content": json_safe_content(content),
+        # images and documents a tool returned go inside its result
+        "content": anthropic_blocks(content) if is_blocks(content) else json_safe_content(content),
     }
     decoded = parse_json_content(content)
     # The runtime records a failed tool call as ``{"error": "..."}``.
@@ -89,9 +91,13 @@ def anthropic_messages(
         else:
             if role == "assistant":
                 blocks.extend(own_thinking(message, source))
-            text = json_safe_content(message.get("content"))
-            if text:
-                blocks.append({"type": "text", "text": text})
+            content = message.get("content")
+            if is_blocks(content):
+                blocks.extend(anthropic_blocks(content))
+            else:
+                text = json_safe_content(content)
+                if text:
+                    blocks.append({"type": "text", "text": text})
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 blocks.append(
@@ -164,11 +170,16 @@ def build_anthropic_payload(
 def _usage(raw: Any) -> TokenUsage | None:
     if not isinstance(raw, dict):
         return None
-    input_tokens = sum(
-        int(raw.get(key) or 0)
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    # input_tokens excludes the tokens read from or written to the prompt cache;
+    # TokenUsage counts every input token and says how many were which.
+    read = int(raw.get("cache_read_input_tokens") or 0)
+    written = int(raw.get("cache_creation_input_tokens") or 0)
+    return TokenUsage(
+        input_tokens=int(raw.get("input_tokens") or 0) + read + written,
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
     )
-    return TokenUsage(input_tokens=input_tokens, output_tokens=int(raw.get("output_tokens") or 0))
 
 
 def parse_anthropic_response(

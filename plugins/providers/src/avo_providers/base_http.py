@@ -32,6 +32,7 @@ _MAX_MESSAGE = 600
 if TYPE_CHECKING:
     import httpx
 
+    from avo.plugins import ProviderCapabilities
     from avo.providers.streaming import ModelChunk
 
 ApiStyle = Literal["openai", "anthropic"]
@@ -94,6 +95,13 @@ class HTTPProvider:
         self._client = client
         self._owns_client = client is None
         self.event_sink: EventSink | None = None
+
+    @property
+    def capabilities(self) -> ProviderCapabilities:
+        """What this adapter's API and model accept (images, documents, URLs, ...)."""
+        from avo_providers.catalog import model_capabilities
+
+        return model_capabilities(self.name, self.model)
 
     # ------------------------------------------------------------ vendor hooks
     def headers(self) -> dict[str, str]:

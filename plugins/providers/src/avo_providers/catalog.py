@@ -249,6 +249,10 @@ CAPABILITIES: dict[str, ProviderCapabilities] = {
         vision=True,
         prompt_caching=True,
         context_window=200_000,
+        documents=("application/pdf", "text/plain"),
+        image_urls=True,
+        document_urls=True,
+        thinking=True,
     ),
     "openai": ProviderCapabilities(
         streaming=True,
@@ -256,7 +260,10 @@ CAPABILITIES: dict[str, ProviderCapabilities] = {
         parallel_tool_calls=True,
         json_schema_output=True,
         vision=True,
+        prompt_caching=True,
         context_window=128_000,
+        documents=("application/pdf",),
+        image_urls=True,
     ),
     "groq": ProviderCapabilities(
         streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=131_072
@@ -271,15 +278,33 @@ CAPABILITIES: dict[str, ProviderCapabilities] = {
         parallel_tool_calls=True,
         json_schema_output=True,
         vision=True,
+        prompt_caching=True,
         context_window=1_048_576,
+        documents=("application/pdf",),
+        thinking=True,
     ),
     "minimax": ProviderCapabilities(
         streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=204_800
     ),
-    "ollama": ProviderCapabilities(streaming=True, tool_calls=True),
-    "ollama-cloud": ProviderCapabilities(streaming=True, tool_calls=True),
+    # Images reach Ollama as base64 bytes; a model without vision refuses them
+    # (its server says so). Documents reach it as text only.
+    "ollama": ProviderCapabilities(streaming=True, tool_calls=True, vision=True),
+    "ollama-cloud": ProviderCapabilities(streaming=True, tool_calls=True, vision=True),
     "router": ProviderCapabilities(streaming=True, tool_calls=True),
 }
+"""What each provider's API accepts; a model's catalog entry narrows it (see
+:func:`model_capabilities`)."""
+
+
+def model_capabilities(provider: str, model: str | None) -> ProviderCapabilities:
+    """``provider``'s capabilities narrowed by what its catalog says of ``model``."""
+    from avo_providers.model_info import model_info
+
+    provider = "openai" if provider == "openai-compatible" else provider
+    base = CAPABILITIES.get(provider) or ProviderCapabilities()
+    info = model_info(provider, model)
+    return info.capabilities(base) if info is not None else base
+
 
 __all__ = [
     "ANTHROPIC_ADAPTER_DEFAULT_MODEL",
@@ -292,4 +317,5 @@ __all__ = [
     "ProviderName",
     "env_prefix",
     "env_vars",
+    "model_capabilities",
 ]

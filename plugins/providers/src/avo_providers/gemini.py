@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from avo.content_blocks import is_media
 from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
@@ -30,6 +31,7 @@ from avo_providers.http_common import (
     vendor_call_id,
     vendor_result_id,
 )
+from avo_providers.media import gemini_media_part, gemini_parts, is_blocks, text_only
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
@@ -182,16 +184,27 @@ def gemini_contents(
         if role == "tool":
             call_id = str(message.get("tool_call_id"))
             name = message.get("name") or names_by_id.get(call_id, "tool")
-            result = parse_json_content(message.get("content"))
+            content = message.get("content")
+            media: list[dict[str, Any]] = []
+            if is_blocks(content):  # the media go in functionResponse.parts
+                media = [gemini_media_part(b) for b in content if is_media(b)]
+                content = text_only(content)
+            result = parse_json_content(content)
             response = result if isinstance(result, dict) else {"result": result}
             function_response: dict[str, Any] = {"name": name, "response": response}
+            if media:
+                function_response["parts"] = media
             if message.get("vendor_id"):
                 function_response["id"] = vendor_result_id(message)
             role, parts = "user", [{"functionResponse": function_response}]
         else:
-            text = json_safe_content(message.get("content"))
-            if text:
-                parts.append({"text": text})
+            content = message.get("content")
+            if is_blocks(content):
+                parts.extend(gemini_parts(content))
+            else:
+                text = json_safe_content(content)
+                if text:
+                    parts.append({"text": text})
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 names_by_id[str(call.get("id"))] = function.get("name", "")
@@ -257,8 +270,15 @@ def build_gemini_payload(request: ModelRequest, *, max_tokens: int) -> dict[str,
 def _usage(raw: Any) -> TokenUsage | None:
     if not isinstance(raw, dict):
         return None
-    output = int(raw.get("candidatesTokenCount") or 0) + int(raw.get("thoughtsTokenCount") or 0)
-    return TokenUsage(input_tokens=int(raw.get("promptTokenCount") or 0), output_tokens=output)
+    thoughts = int(raw.get("thoughtsTokenCount") or 0)
+    output = int(raw.get("candidatesTokenCount") or 0) + thoughts
+    # promptTokenCount includes the cached tokens (cachedContentTokenCount).
+    return TokenUsage(
+        input_tokens=int(raw.get("promptTokenCount") or 0),
+        output_tokens=output,
+        cache_read_tokens=int(raw.get("cachedContentTokenCount") or 0),
+        reasoning_tokens=thoughts,
+    )
 
 
 def _candidate(data: Any, vendor: str) -> dict[str, Any]:

@@ -89,6 +89,11 @@ class MiniMaxProvider:
         return f"MiniMaxProvider(model={self.model!r}, api_style={self.api_style!r})"
 
     @property
+    def capabilities(self) -> Any:
+        """What the model accepts (MiniMax's catalog entry)."""
+        return self._impl.capabilities
+
+    @property
     def api_key_configured(self) -> bool:
         """True when a credential will be sent."""
         return self._impl.api_key_configured

@@ -25,6 +25,7 @@ from avo_providers.http_common import (
     require_tool_name,
     stream_error,
 )
+from avo_providers.media import is_blocks, ollama_content
 from avo_providers.openai_compatible import flush_chunks, text_chunks
 
 if TYPE_CHECKING:
@@ -49,7 +50,12 @@ def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
-        item: dict[str, Any] = {"role": role, "content": json_safe_content(message.get("content"))}
+        content = message.get("content")
+        item: dict[str, Any] = {"role": role, "content": json_safe_content(content)}
+        if is_blocks(content):  # text in content, images as base64 in images
+            item["content"], images = ollama_content(content)
+            if images:
+                item["images"] = images
         if role == "assistant" and message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:
@@ -221,8 +227,75 @@ class OllamaCloudProvider(OllamaProvider):
     default_base_url: ClassVar[str] = "https://ollama.com"
 
 
+def list_local_models(settings: Any, *, environ: Any) -> list[Any]:
+    """What the Ollama server has pulled: ``GET /api/tags``, then ``POST /api/show``
+    per model for its context length and capabilities (vision, tools, thinking).
+
+    Local models are free; what the server does not say stays unknown. A server
+    that cannot be reached is a ProviderError naming the URL.
+    """
+    import httpx
+
+    from avo.exceptions import ProviderError
+    from avo.plugins import ModelInfo
+    from avo.pricing import FREE
+
+    base = str(
+        (settings or {}).get("base_url")
+        or (environ or {}).get("AVO_OLLAMA_BASE_URL")
+        or OllamaProvider.default_base_url
+    ).rstrip("/")
+    try:
+        with httpx.Client(timeout=5.0) as client:
+            tags = client.get(f"{base}/api/tags")
+            tags.raise_for_status()
+            models: list[Any] = []
+            for entry in tags.json().get("models") or []:
+                name = str(entry.get("name") or entry.get("model") or "")
+                if not name:
+                    continue
+                show: dict[str, Any] = {}
+                try:
+                    shown = client.post(f"{base}/api/show", json={"model": name})
+                    if shown.status_code == 200:
+                        show = shown.json()
+                except httpx.HTTPError:
+                    show = {}
+                caps = show.get("capabilities")
+                caps = set(caps) if isinstance(caps, list) else None
+                window = next(
+                    (
+                        int(value)
+                        for key, value in (show.get("model_info") or {}).items()
+                        if key.endswith(".context_length") and isinstance(value, int)
+                    ),
+                    None,
+                )
+                models.append(
+                    ModelInfo(
+                        name=name,
+                        context_window=window,
+                        tools=None if caps is None else "tools" in caps,
+                        vision=None if caps is None else "vision" in caps,
+                        documents=(),
+                        thinking=None if caps is None else "thinking" in caps,
+                        prices=FREE,
+                        local=True,
+                        source="server",
+                    )
+                )
+    except (httpx.HTTPError, ValueError) as exc:
+        raise ProviderError(
+            f"cannot list Ollama models at {base}: {type(exc).__name__}: {exc}; start Ollama "
+            "(ollama serve) or set AVO_OLLAMA_BASE_URL",
+            retryable=False,
+        ) from None
+    return models
+
+
 __all__ = [
     "OLLAMA_FINISH",
+    "list_local_models",
     "OllamaCloudProvider",
     "OllamaProvider",
     "build_ollama_payload",

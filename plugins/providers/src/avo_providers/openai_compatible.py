@@ -27,6 +27,7 @@ from avo_providers.http_common import (
     vendor_call_id,
     vendor_result_id,
 )
+from avo_providers.media import is_blocks, media_note, openai_chat_parts, text_only
 
 OPENAI_FINISH: dict[str, FinishReason] = {
     "stop": FinishReason.STOP,
@@ -98,16 +99,23 @@ def openai_messages(
     unchanged (OpenRouter asks for them with tool calls, signatures intact).
     """
     out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []  # media tools returned, sent after the batch's results
     for message in messages:
         role = message.get("role")
+        if pending and role != "tool":
+            out.append({"role": "user", "content": pending})
+            pending = []
         if role == "tool":
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": vendor_result_id(message),
-                    "content": json_safe_content(message.get("content")),
-                }
-            )
+            content = message.get("content")
+            text = json_safe_content(content)
+            if is_blocks(content):  # a tool message holds text only: the media follow it
+                text = "\n".join(part for part in (text_only(content), media_note(content)) if part)
+                pending.extend(
+                    part for part in openai_chat_parts(content) if part["type"] != "text"
+                )
+            out.append({"role": "tool", "tool_call_id": vendor_result_id(message), "content": text})
+        elif role == "user" and is_blocks(message.get("content")):
+            out.append({"role": "user", "content": openai_chat_parts(message["content"])})
         elif role == "assistant" and message.get("tool_calls"):
             content = message.get("content")
             think = _think_prefix(message, think_source)
@@ -138,6 +146,8 @@ def openai_messages(
                 if details:
                     sent["reasoning_details"] = details
             out.append(sent)
+    if pending:
+        out.append({"role": "user", "content": pending})
     return out
 
 
@@ -199,9 +209,19 @@ def _schema_name(name: str) -> str:
 def _usage(raw: Any) -> TokenUsage | None:
     if not isinstance(raw, dict):
         return None
+    # Cached prompt tokens (OpenAI caches long prompts by itself) and reasoning
+    # tokens are parts of prompt_tokens / completion_tokens, reported in *_details.
+    prompt = raw.get("prompt_tokens_details")
+    completion = raw.get("completion_tokens_details")
     return TokenUsage(
         input_tokens=int(raw.get("prompt_tokens") or 0),
         output_tokens=int(raw.get("completion_tokens") or 0),
+        cache_read_tokens=int((prompt or {}).get("cached_tokens") or 0)
+        if isinstance(prompt, dict)
+        else 0,
+        reasoning_tokens=int((completion or {}).get("reasoning_tokens") or 0)
+        if isinstance(completion, dict)
+        else 0,
     )
 
 

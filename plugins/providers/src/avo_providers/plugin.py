@@ -18,6 +18,7 @@ from avo_providers.catalog import (
     PROVIDER_MODELS,
     env_vars,
 )
+from avo_providers.model_info import MODEL_INFO
 from avo_providers.settings import HTTPProviderSettings, MiniMaxSettings, RouterSettings
 
 
@@ -33,7 +34,17 @@ def _spec(name: str, factory: Any, description: str, *extra_env: str) -> Provide
         capabilities=CAPABILITIES[name],
         pricing=PRICING.get(name, {}),
         context_windows=CONTEXT_WINDOWS.get(name, {}),
+        catalog=MODEL_INFO.get(name, {}),
+        local=name == "ollama",
+        list_models=list_ollama_models if name == "ollama" else None,
     )
+
+
+def list_ollama_models(settings: Any, *, environ: Any) -> Any:
+    """The models the local Ollama server has pulled (``GET /api/tags``)."""
+    from avo_providers.ollama import list_local_models
+
+    return list_local_models(settings, environ=environ)
 
 
 PROVIDER_SPECS: dict[str, ProviderSpec] = {
