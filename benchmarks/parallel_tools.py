@@ -12,9 +12,12 @@ With tools that sleep 50 ms it prints the wall time of each shape and the
 ratios (the parallel turn should take about a third of the three turns). With
 tools that return at once it prints the kernel's CPU cost per tool call of each
 shape, so the batch machinery's own overhead is visible. Best of five
-interleaved rounds, median alongside.
+interleaved rounds, median alongside. With ``--instructions`` it also counts
+the instructions per tool call of each shape under valgrind (callgrind: a run
+of 60 turns minus one of 10, so start-up cancels out), a figure the machine's
+load does not move.
 
-Run: python benchmarks/parallel_tools.py [--quick]
+Run: python benchmarks/parallel_tools.py [--quick] [--instructions | --instructions-only]
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -129,5 +135,51 @@ async def main(quick: bool) -> None:
     print(f"ratio parallel / three turns: {min(cpus['parallel']) / base:.2f}x CPU per call")
 
 
+def _instructions(shape: str, turns: int) -> int:
+    """Instructions valgrind counts for one process running ``turns`` turns of ``shape``."""
+    code = (
+        f"import asyncio, sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); "
+        f"import parallel_tools as p; asyncio.run(p._one({shape!r}, {turns}, 0.0))"
+    )
+    out = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts in every run
+    )
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind printed no instruction count:\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions() -> None:
+    short, long = 10, 60
+    calls = (long - short) * CALLS
+    print(f"\ninstructions per tool call under callgrind ({long} turns minus {short})")
+    per_call = {}
+    for shape in SHAPES:
+        per_call[shape] = (_instructions(shape, long) - _instructions(shape, short)) / calls
+        print(f"{shape:>18} {per_call[shape] / 1e3:>9.0f}k")
+    base = per_call["three turns"]
+    print(f"ratio parallel / three turns: {per_call['parallel'] / base:.2f}x instructions per call")
+    serial = per_call["one turn, serial"]
+    print(f"ratio parallel / one turn serial: {per_call['parallel'] / serial:.2f}x")
+
+
 if __name__ == "__main__":
-    asyncio.run(main("--quick" in sys.argv))
+    counting = {"--instructions", "--instructions-only"} & set(sys.argv)
+    if counting and shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind on PATH (apt-get install valgrind)")
+    if "--instructions-only" not in sys.argv:
+        asyncio.run(main("--quick" in sys.argv))
+    if counting:
+        instructions()
