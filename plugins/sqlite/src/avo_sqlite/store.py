@@ -213,6 +213,18 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
         """The run's events in ascending sequence."""
         return await self._call(self._core.get_events, run_id)
 
+    async def query_runs(self, query: Any) -> Any:
+        """One page of the runs matching ``query`` (an ``avo.storage.queries.RunQuery``)."""
+        from avo_sqlite.run_queries import query_page
+
+        return await self._call(query_page, self._core, query)
+
+    async def run_facet_values(self) -> Any:
+        """Providers, models, tools and stop reasons of the newest runs (for filter pickers)."""
+        from avo_sqlite.run_queries import facet_sample
+
+        return await self._call(facet_sample, self._core)
+
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """The run's latest checkpoint, reassembled in full, or None."""
         return await self._call(self._core.get_latest_checkpoint, run_id)
