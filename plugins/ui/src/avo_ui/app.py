@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from avo_ui.security import Guard, GuardMiddleware
 
 STATIC = Path(__file__).parent / "static"
 POLL_SECONDS = 0.25
+FACETS_TTL = 60.0
 
 
 @dataclass
@@ -52,6 +54,8 @@ class UI:
     environ: Mapping[str, str] | None = None
     tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    _facets: tuple[float, Any] | None = None
+    _refresh: asyncio.Task[None] | None = None
     templates: Environment = field(
         default_factory=lambda: Environment(
             loader=PackageLoader("avo_ui", "templates"),
@@ -59,6 +63,22 @@ class UI:
             enable_async=False,
         )
     )
+
+    async def facet_values(self) -> Any:
+        """The filter pickers' values, gathered at most once a minute (stale while refreshing)."""
+        now = time.monotonic()
+        if self._facets is None:
+            self._facets = (now, await run_facet_values(self.store))
+        elif now - self._facets[0] > FACETS_TTL and self._refresh is None:
+
+            async def refresh() -> None:
+                try:
+                    self._facets = (time.monotonic(), await run_facet_values(self.store))
+                finally:
+                    self._refresh = None
+
+            self._refresh = asyncio.get_running_loop().create_task(refresh())
+        return self._facets[1]
 
     def render(self, name: str, request: Request, status: int = 200, **values: Any) -> HTMLResponse:
         page = self.templates.get_template(name).render(
@@ -106,7 +126,7 @@ async def runs_page(request: Request) -> Response:
     ui = _ui(request)
     query, shown = _query(request)
     page = await query_runs(ui.store, query)
-    facets = await run_facet_values(ui.store)
+    facets = await ui.facet_values()
     next_link = None
     if page.next_cursor:
         next_link = "/?" + urlencode({**shown, "cursor": page.next_cursor})
@@ -146,7 +166,8 @@ async def run_page(request: Request) -> Response:
     run = await _run_or_404(ui, run_id)
     events = await ui.store.get_events(run_id)
     open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
-    built = timeline.build(events, open_calls)
+    show_all = request.query_params.get("all") == "1"
+    built = timeline.build(events, open_calls, quiet=show_all)
     return ui.render(
         "run.html",
         request,
@@ -156,6 +177,7 @@ async def run_page(request: Request) -> Response:
         terminal=is_terminal(run.state),
         error=ui.errors.get(run_id) or request.query_params.get("error"),
         paused=run.state is RunState.PAUSED,
+        show_all=show_all,
     )
 
 
@@ -177,7 +199,7 @@ async def run_stream(request: Request) -> Response:
         after = int(request.query_params.get("after", "0"))
     except ValueError as exc:
         raise HTTPException(400, "after must be an event sequence number") from exc
-    item_template = ui.templates.get_template("_item.html")
+    card = ui.templates.get_template("_item.html").module.card  # type: ignore[attr-defined]
 
     async def stream() -> AsyncIterator[str]:
         seen = after
@@ -193,10 +215,7 @@ async def run_stream(request: Request) -> Response:
                 for event in events:
                     item = builder.add(event)
                     if event.sequence > seen and item is not None:
-                        html = item_template.render(
-                            item=item, csrf=ui.guard.csrf_token, run_id=run_id
-                        )
-                        yield _sse("item", html)
+                        yield _sse("item", str(card(item, run_id, ui.guard.csrf_token)))
                 seen = fresh[-1].sequence
                 run = await ui.store.get_run(run_id)
                 state = {

@@ -90,7 +90,8 @@ def _diff_lines(before: str, after: str, path: str) -> list[tuple[str, str]]:
 class Builder:
     """Folds events into items, remembering what it needs across events (file contents)."""
 
-    def __init__(self, open_calls: Iterable[str] = ()) -> None:
+    def __init__(self, open_calls: Iterable[str] = (), *, quiet: bool = False) -> None:
+        self.quiet = quiet
         self.files: dict[str, str] = {}
         self.calls: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self.open_calls = set(open_calls)
@@ -116,6 +117,8 @@ class Builder:
         handler = _HANDLERS.get(kind)
         if handler is not None:
             return handler(self, p, base)
+        if kind in (EventType.STATE_CHANGED, EventType.CHECKPOINT_CREATED) and not self.quiet:
+            return None
         if kind is EventType.STATE_CHANGED:
             reason = f" ({p['reason']})" if p.get("reason") else ""
             return Item(
@@ -367,9 +370,14 @@ _HANDLERS: dict[EventType, Any] = {
 }
 
 
-def build(events: Iterable[AgentEvent], open_calls: Iterable[str] = ()) -> Timeline:
-    """The timeline of ``events`` (``open_calls``: requests still waiting for a person)."""
-    return Builder(open_calls).add_all(events)
+def build(
+    events: Iterable[AgentEvent], open_calls: Iterable[str] = (), *, quiet: bool = False
+) -> Timeline:
+    """The timeline of ``events`` (``open_calls``: requests still waiting for a person).
+
+    ``quiet``: also rows for state changes and checkpoints (left out by default).
+    """
+    return Builder(open_calls, quiet=quiet).add_all(events)
 
 
 __all__ = ["Builder", "Item", "Timeline", "build", "markdown", "pretty_json", "short_json"]

@@ -74,10 +74,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     var head = document.querySelector(".runhead");
     if (head && head.dataset.live === "yes") follow(head);
-    var quiet = document.getElementById("show-quiet");
-    if (quiet) quiet.addEventListener("change", function () {
-      document.getElementById("timeline").classList.toggle("show-quiet", quiet.checked);
-    });
     rawToggles();
     comparePicks();
     confirms();
