@@ -42,7 +42,7 @@ async def _fill(store: Any) -> list[str]:
             call = ToolCall(name="count", arguments={"n": index})
             script.insert(0, ModelResponse(tool_call=call, usage=usage))
         provider = FakeProvider(script)
-        provider.model = "alpha" if index % 2 else "beta"  # type: ignore[attr-defined]
+        provider.model = "alpha" if index % 2 else "beta"
         runtime = AgentRuntime(provider=provider, tools=[tool], event_store=store)
         task = ["Fix the 100% tests", "write_docs for v2", "Refactor the parser"][index % 3]
         made.append((await runtime.run(f"{task} #{index}")).run_id)
