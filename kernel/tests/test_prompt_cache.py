@@ -173,7 +173,7 @@ def test_native_loader_reports_absence_here() -> None:
 
 @pytest.fixture
 def fake_native() -> Iterator[types.SimpleNamespace]:
-    """Install a stand-in ``avo_native`` module (no Rust toolchain here) and reload the loader."""
+    """Install a stand-in ``avo_native`` module and reload the loader (the real one comes back)."""
     calls = types.SimpleNamespace(count=0, fail_with=None)
 
     def cache_key_hash_ext(run_id: str, step: int, messages_json: list[str]) -> str:
@@ -185,12 +185,16 @@ def fake_native() -> Iterator[types.SimpleNamespace]:
     module = types.ModuleType("avo_native")
     module.cache_key_hash = cache_key_hash_ext  # type: ignore[attr-defined]
     module.version = lambda: "0.1.4"  # type: ignore[attr-defined]
+    real = sys.modules.get("avo_native")
     sys.modules["avo_native"] = module
     importlib.reload(_native)
     try:
         yield calls
     finally:
-        del sys.modules["avo_native"]
+        if real is None:
+            del sys.modules["avo_native"]
+        else:
+            sys.modules["avo_native"] = real
         importlib.reload(_native)
         assert getattr(prompt_cache, "_native") is _native  # noqa: B009
 

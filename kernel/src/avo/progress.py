@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 from avo.models import ModelResponse, ToolCall, ToolResult
 from avo.tools import (
     call_json,
     canonical_fingerprint,
+    sha256_hex,
     tool_call_fingerprint,
     tool_result_fingerprint,
 )
@@ -27,7 +27,7 @@ def model_response_fingerprint(response: ModelResponse) -> str:
         text = f'{{"content":null,"tool_call":{call_json(calls[0])[1]}}}'
     else:  # canonical_json({"content": None, "tool_calls": [{...}, ...]})
         text = f'{{"content":null,"tool_calls":[{",".join(call_json(c)[1] for c in calls)}]}}'
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text)
 
 
 def _trailing_identical(history: list[str], count: int) -> bool:

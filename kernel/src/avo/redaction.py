@@ -32,6 +32,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from avo import _native
+
 MASK = "***"
 """What every redacted secret is replaced with."""
 
@@ -204,10 +206,12 @@ class Redactor:
         One walk collects every string (and rejects any secret-named key), then
         a single marker scan and known-value check run over all of them joined.
         """
-        strings: list[str] = []
-        if not _collect_strings(value, strings):
-            return False
-        joined = "\n".join(strings)
+        joined = _native_joined_strings(value, is_secret_key) if _native_joined_strings else None
+        if joined is None:
+            strings: list[str] = []
+            if not _collect_strings(value, strings):
+                return False
+            joined = "\n".join(strings)
         if any(v in joined for v in self._values):
             return False
         return _MARKER_SCAN.search(joined.lower()) is None
@@ -241,6 +245,11 @@ class Redactor:
             items = [self._value(item) for item in value]
             return items if isinstance(value, list) else tuple(items)
         return value
+
+
+# The extension's twin of _collect_strings + "\n".join (None without it): the same
+# strings in the same order, or None when the walk below must decide.
+_native_joined_strings = _native.function("joined_strings")
 
 
 def _collect_strings(value: Any, out: list[str]) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, JsonValue, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from avo import _native
 from avo.exceptions import (
     DuplicateToolError,
     ToolAlreadyCompletedError,
@@ -330,8 +331,20 @@ _C_CANONICAL = (
 )
 
 
+# The extension's twins of the functions below (None without it): each returns
+# None for a value it leaves to the Python code that follows it.
+_native_canonical_json = _native.function("canonical_json")
+_native_canonical_fingerprint = _native.function("canonical_fingerprint")
+_native_sha256_hex = _native.function("sha256_hex")
+_native_tool_result_fingerprint = _native.function("tool_result_fingerprint")
+
+
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys (one shared encoder; the loop calls this every step)."""
+    if _native_canonical_json is not None:
+        text: str | None = _native_canonical_json(value)
+        if text is not None:
+            return text
     if _C_CANONICAL is None or type(value) is str:  # pragma: no cover - pure-Python json
         return _CANONICAL.encode(value)
     return "".join(_C_CANONICAL(value, 0))
@@ -339,7 +352,20 @@ def canonical_json(value: Any) -> str:
 
 def canonical_fingerprint(value: JsonValue) -> str:
     """sha256 of ``json.dumps(value, sort_keys=True)``."""
+    if _native_canonical_fingerprint is not None:
+        digest: str | None = _native_canonical_fingerprint(value)
+        if digest is not None:
+            return digest
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def sha256_hex(text: str) -> str:
+    """``hashlib.sha256(text.encode()).hexdigest()`` (the fingerprints' digest)."""
+    if _native_sha256_hex is not None:
+        digest: str | None = _native_sha256_hex(text)
+        if digest is not None:
+            return digest
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 _last_call: tuple[object, str, str] = (None, "", "")
@@ -364,11 +390,17 @@ def call_json(call: ToolCall) -> tuple[str, str]:
 
 def tool_call_fingerprint(call: ToolCall) -> str:
     """Fingerprint of name + arguments (the call id is deliberately excluded)."""
-    return hashlib.sha256(call_json(call)[1].encode()).hexdigest()
+    return sha256_hex(call_json(call)[1])
 
 
 def tool_result_fingerprint(result: ToolResult) -> str:
     """Fingerprint of tool_name, success, output and error."""
+    if _native_tool_result_fingerprint is not None:
+        digest: str | None = _native_tool_result_fingerprint(
+            result.tool_name, result.success, result.output, result.error
+        )
+        if digest is not None:
+            return digest
     return canonical_fingerprint(
         {
             "tool_name": result.tool_name,
