@@ -201,6 +201,16 @@ def test_doctor_prints_config_error_and_exits_1() -> None:
     assert "config error: AVO_GROQ_API_KEY is required when AVO_PROVIDER=groq" in text
 
 
+def test_doctor_says_whether_the_native_accelerator_is_loaded() -> None:
+    from avo import native
+
+    out = io.StringIO()
+    run(None, environ={"AVO_PROVIDER": "groq"}, out=out)
+    last = out.getvalue().splitlines()[-1]
+    assert last == f"native accelerator: {native.status().describe()}"
+    assert last.startswith(("native accelerator: loaded (avo_native ", "native accelerator: not"))
+
+
 def test_doctor_lists_router_routes() -> None:
     lines, ok = doctor_report(
         {

@@ -4,7 +4,7 @@ The provider comes from the same configuration every command uses (flags >
 environment > workspace avo.toml > user config, see ``avo config show``), not
 from ``AVO_PROVIDER`` alone. Never prints a key: only ``API key configured:
 yes/no``. A configuration that cannot build prints ``config error: <why>`` and
-exits 1.
+exits 1. The last line says whether the optional native accelerator is loaded.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from avo import native
 from avo.exceptions import AvoError
 from avo_providers.catalog import API_KEY_ENV, API_STYLE, PROVIDER_MODELS, env_prefix
 
@@ -122,6 +123,7 @@ def run(args: Any, *, environ: Mapping[str, str] | None = None, out: TextIO | No
         provider=getattr(args, "provider", None),
         database=getattr(args, "database", None),
     )
+    lines = [*lines, f"native accelerator: {native.status().describe()}"]
     stream = out if out is not None else sys.stdout
     if getattr(args, "json", False):
         import json
