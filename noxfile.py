@@ -5,6 +5,8 @@ default sessions: lint, types, tests. The package list always comes from the
 tree (``kernel/``, ``plugins/*``, ``contrib/*``), never from a hand-kept list.
 
 - ``tests``      every package installed editable in one venv; the whole suite
+                 (with the avo_native extension built when cargo is present,
+                 then the kernel suite once more with it forced off)
 - ``lint``       ruff check + ruff format --check
 - ``types``      mypy --strict on the kernel
 - ``package``    one session per package: that package (and the local packages
@@ -17,6 +19,7 @@ tree (``kernel/``, ``plugins/*``, ``contrib/*``), never from a hand-kept list.
 from __future__ import annotations
 
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -112,11 +115,29 @@ def _ensure_services(session: nox.Session) -> None:
         session.run("bash", str(script), external=True)
 
 
+def _build_native(session: nox.Session) -> bool:
+    """Build the optional avo_native extension into the session's venv, if cargo is here."""
+    if shutil.which("cargo") is None:
+        session.log(
+            "cargo not found: avo_native is not built; its property tests skip and the "
+            "kernel runs its pure-Python code (the same results)"
+        )
+        return False
+    python = str(Path(session.bin) / "python")
+    session.run("bash", str(ROOT / "scripts" / "build-native.sh"), python, external=True)
+    return True
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The whole suite of every package, in one venv, with coverage of the kernel."""
+    """The whole suite of every package, in one venv, with coverage of the kernel.
+
+    With the extension built, the kernel suite then runs once more with it
+    turned off (``AVO_NATIVE=0``): the pure-Python code must pass on its own.
+    """
     packages = _packages()
     _install_editable(session, packages)
+    native = _build_native(session)
     _ensure_services(session)
     session.run(
         "python",
@@ -129,6 +150,18 @@ def tests(session: nox.Session) -> None:
         *_test_dirs(packages),
         *session.posargs,
     )
+    if native and not session.posargs:
+        session.log("the kernel suite again, with avo_native turned off (AVO_NATIVE=0)")
+        session.run(
+            "python",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(ROOT / "kernel" / "tests"),
+            env={"AVO_NATIVE": "0"},
+        )
 
 
 @nox.session(python=PYTHON)
@@ -174,6 +207,7 @@ def kernel_only(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run every benchmark script with all shipped plugins installed."""
     _install_editable(session, _packages())
+    _build_native(session)
     # Not avo dependencies: only benchmarks/langgraph_compare.py uses them (the
     # versions its published figures were measured with).
     session.install(
