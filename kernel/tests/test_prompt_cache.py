@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib
+import os
 import re
 import sys
 import types
@@ -186,6 +187,7 @@ def fake_native() -> Iterator[types.SimpleNamespace]:
     module.cache_key_hash = cache_key_hash_ext  # type: ignore[attr-defined]
     module.version = lambda: "0.1.4"  # type: ignore[attr-defined]
     real = sys.modules.get("avo_native")
+    switch = os.environ.pop(_native.ENV_SWITCH, None)  # the stand-in loads even under AVO_NATIVE=0
     sys.modules["avo_native"] = module
     importlib.reload(_native)
     try:
@@ -195,6 +197,8 @@ def fake_native() -> Iterator[types.SimpleNamespace]:
             del sys.modules["avo_native"]
         else:
             sys.modules["avo_native"] = real
+        if switch is not None:
+            os.environ[_native.ENV_SWITCH] = switch
         importlib.reload(_native)
         assert getattr(prompt_cache, "_native") is _native  # noqa: B009
 
