@@ -125,7 +125,7 @@ def test_pyproject_tool_avo_table(tmp_path: Path) -> None:
         (
             'provder = "fake"\n',
             r"avo.toml: unknown key 'provder'; known keys: budget, bundles, context, hooks, "
-            r"instructions, mcp, memory, notifiers, permission, plugins, policy, provider",
+            r"instructions, mcp, memory, notifiers, permission, plugins, policy, pricing, provider",
         ),
         ('[provider]\nname = "nope"\n', r"provider.name: unknown provider 'nope'; available: fake"),
         (

@@ -23,6 +23,10 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [budget]                     # cost bounds: stop the run past hard_limit_usd
     hard_limit_usd = "2.00"
 
+    [pricing."openai/gpt-4o"]    # prices for `avo cost --events` (USD per million
+    input = "2.50"               # tokens; cache_read / cache_write optional); the
+    output = "10"                # provider plugins' catalogs price the rest
+
     [rate_limit]                 # provider call pacing
     requests_per_minute = 50
 
@@ -182,6 +186,8 @@ class AvoConfig(_Strict):
     notifiers: list[str | PluginRef] = Field(default_factory=list)
     policy: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] = Field(default_factory=dict)
+    pricing: dict[str, Any] = Field(default_factory=dict)
+    """``[pricing."provider/model"]``: USD per million tokens (see avo.pricing)."""
     rate_limit: dict[str, Any] = Field(default_factory=dict)
     plugins: PluginSwitches = Field(default_factory=PluginSwitches)
     system_prompt: str | None = None

@@ -291,6 +291,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--config", "-c", default=None, metavar="FILE", help="avo.toml to read [store] and [budget]"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="price every stored run from its events (provider, model, cache and reasoning "
+        "tokens; [pricing] overrides, then the provider catalogs), no ledger needed",
+    )
 
 
 def _ledger_file(location: str, source: str) -> Path:
@@ -315,11 +321,51 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
         environ=environ,
         database=str(args.database) if args.database is not None else None,
     )
+    if getattr(args, "events", False):
+        return _events_report(args, resolved, stdout or sys.stdout)
     database = _ledger_file(resolved.store_location, resolved.source("store.location"))
     price = pricer(resolved.config.budget, resolved.environ, getattr(args, "avo_plugins", None))
     report = aggregate_costs(database, price=price)
     out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())
+    return 0
+
+
+def _events_report(args: argparse.Namespace, resolved: Any, out: Any) -> int:
+    """``avo cost --events``: see :mod:`avo_ledger.event_cost`."""
+    import asyncio
+    import inspect
+
+    from avo.compose import open_store
+    from avo.pricing import price_book
+    from avo_ledger.event_cost import price_store, summary, to_text
+
+    book = price_book(
+        pricing=getattr(resolved.config, "pricing", None),
+        budget=resolved.config.budget,
+        environ=resolved.environ,
+        manager=getattr(args, "avo_plugins", None),
+    )
+
+    async def collect() -> list[Any]:
+        store = open_store(
+            resolved.store_location,
+            manager=getattr(args, "avo_plugins", None),
+            environ=resolved.environ,
+        )
+        if inspect.isawaitable(store):
+            store = await store
+        try:
+            return await price_store(store, book)
+        finally:
+            await store.close()
+
+    rows = asyncio.run(collect())
+    if args.json:
+        body = {"runs": [row.as_json() for row in rows], "total": summary(rows)}
+        out.write(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    else:
+        out.write(to_text(rows))
     return 0
 
 
