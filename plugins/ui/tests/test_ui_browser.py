@@ -71,7 +71,7 @@ def test_list_follow_approve_compare_start(
     assert page.locator("#run-state").inner_text() == "completed"
     assert "nothing else touched" in page.locator(".item.k-end").inner_text()
     assert (workspace.root / "notes.md").read_text() == "alpha\nBETA\ngamma\n"
-    assert page.locator(".item.k-approved:has-text('approve by web')").count() == 1
+    assert page.locator(".item.k-approved:has-text('approved by web via web')").count() == 1
     page.screenshot(path=str(shots / "run-completed.png"), full_page=True, animations="disabled")
 
     # the same approval as the CLI records it: the store says who and how

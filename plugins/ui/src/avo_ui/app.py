@@ -152,12 +152,17 @@ async def _run_or_404(ui: UI, run_id: str) -> Any:
     return run
 
 
-def _activity(ui: UI, run: Any, open_calls: list[str]) -> str:
+async def _activity(ui: UI, run: Any, open_calls: list[str]) -> str:
+    """live (driven here or by another process), waiting for you, paused, interrupted, or final."""
     if run.run_id in ui.tasks and not ui.tasks[run.run_id].done():
         return "live"
-    if run.state is RunState.PAUSED:
-        return "waiting for you" if open_calls else "paused"
-    return run.state.value
+    if run.state is RunState.PAUSED and open_calls:
+        return "waiting for you"
+    if is_terminal(run.state):
+        return run.state.value
+    from avo.ops import run_status
+
+    return (await run_status(ui.store, run)).activity
 
 
 async def run_page(request: Request) -> Response:
@@ -173,7 +178,7 @@ async def run_page(request: Request) -> Response:
         request,
         run=run,
         tl=built,
-        activity=_activity(ui, run, open_calls),
+        activity=await _activity(ui, run, open_calls),
         terminal=is_terminal(run.state),
         error=ui.errors.get(run_id) or request.query_params.get("error"),
         paused=run.state is RunState.PAUSED,
@@ -220,7 +225,7 @@ async def run_stream(request: Request) -> Response:
                 run = await ui.store.get_run(run_id)
                 state = {
                     "state": run.state.value if run else "?",
-                    "activity": _activity(ui, run, open_calls) if run else "?",
+                    "activity": await _activity(ui, run, open_calls) if run else "?",
                     "steps": run.steps if run else 0,
                     "tokens": run.token_usage.total_tokens if run else 0,
                     "last": seen,

@@ -199,6 +199,7 @@ class Builder:
 
     def decided(self, p: Mapping[str, Any], base: dict[str, Any], approved: bool) -> Item:
         who = p.get("decided_by") or ""
+        who = "rule" if who == "approval" and p.get("rule") else who
         reason = p.get("reason") or p.get("rule") or ""
         return Item(
             kind="approved" if approved else "denied",
@@ -298,9 +299,10 @@ class Builder:
         via = f" via {p['via']}" if p.get("via") else ""
         text = p.get("reason") or p.get("text") or ""
         kind = {"approve": "approved", "deny": "denied"}.get(decision, "answer")
+        said = _SAID.get(decision, decision)
         return Item(
             kind=kind,
-            title=f"{decision}{who}{via}",
+            title=f"{said}{who}{via}",
             text=str(text),
             call_id=str(p.get("tool_call_id")),
             **base,
@@ -345,6 +347,8 @@ class Builder:
             kind="error", title=f"hook {p.get('hook')} failed", text=str(p.get("error", "")), **base
         )
 
+
+_SAID = {"approve": "approved", "deny": "denied", "reply": "answered"}
 
 _HANDLERS: dict[EventType, Any] = {
     EventType.RUN_CREATED: Builder.created,
