@@ -114,6 +114,10 @@ models_command = provides(
     lazy_command("models", "avo.cli.models", help="models of the installed providers, with prices")
 )
 
+login_command = provides(
+    lazy_command("login", "avo.cli.login", help="store a provider's API key (--list, --remove)")
+)
+
 sessions_command = provides(
     lazy_command(
         "sessions", "avo.cli.sessions", help="list sessions and show one (runs that continue)"
@@ -128,6 +132,7 @@ __all__ = [
     "completion_command",
     "config_command",
     "fake_provider",
+    "login_command",
     "memory_store",
     "models_command",
     "plugin_command",

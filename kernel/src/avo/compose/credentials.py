@@ -1,4 +1,4 @@
-"""API keys stored by ``avo setup``, read back as a fallback for the environment.
+"""API keys stored by ``avo login`` / ``avo setup``, read back as a fallback for the environment.
 
 Keys live in ``credentials.toml`` in the user's config directory (see
 :func:`avo.compose.resolve.user_config_dir`), created owner-only (0600) in an
@@ -7,6 +7,11 @@ owner-only directory, as a table of environment-variable names::
     [env]
     AVO_OPENAI_API_KEY = "sk-..."
 
+``avo login --keyring`` keeps a key in the OS keyring instead (service
+``avo``, user name the variable) when the ``keyring`` package is importable
+and has a usable backend; the file then lists only the variable's name under
+``[keyring] names``.
+
 The environment always wins: a stored key is used only when its variable is
 unset. Providers read keys from the ``environ`` they are given, so composing
 with :func:`with_credentials` is all it takes; nothing else reads this file.
@@ -14,10 +19,12 @@ with :func:`with_credentials` is all it takes; nothing else reads this file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from avo.exceptions import ConfigError
 
@@ -32,21 +39,67 @@ def credentials_path(environ: Mapping[str, str] | None = None) -> Path | None:
     return directory / CREDENTIALS_FILE if directory is not None else None
 
 
-def load_credentials(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The stored ``{VARIABLE: value}`` pairs (empty when there is no file)."""
+KEYRING_SERVICE = "avo"
+"""The OS keyring service ``avo login`` stores keys under (user name: the variable)."""
+
+
+def _read(environ: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
+    """The file's ``[env]`` pairs and the variables it says are kept in the OS keyring."""
     path = credentials_path(environ)
     if path is None or not path.is_file():
-        return {}
+        return {}, []
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(
             f"cannot read stored credentials {path}: {exc}; fix or delete the file "
-            "and run `avo setup` again",
+            "and run `avo login` again",
             file=str(path),
         ) from None
     table = data.get("env", {})
-    return {str(k): str(v) for k, v in table.items() if isinstance(v, str) and v}
+    pairs = {str(k): str(v) for k, v in table.items() if isinstance(v, str) and v}
+    held = data.get("keyring", {}).get("names", [])
+    return pairs, [str(name) for name in held if isinstance(name, str)]
+
+
+def keyring_module() -> Any:
+    """The ``keyring`` package when it is importable and has a usable backend, else None."""
+    import importlib
+
+    try:
+        keyring = importlib.import_module("keyring")
+        fail = importlib.import_module("keyring.backends.fail")
+    except Exception:  # not installed, or broken: keys go to the file
+        return None
+    try:
+        if isinstance(keyring.get_keyring(), fail.Keyring):
+            return None
+    except Exception:
+        return None
+    return keyring
+
+
+def load_credentials(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The stored ``{VARIABLE: value}`` pairs: the file's, and those in the OS keyring."""
+    pairs, held = _read(environ)
+    if held:
+        ring = keyring_module()
+        for name in held:
+            try:
+                value = ring.get_password(KEYRING_SERVICE, name) if ring is not None else None
+            except Exception:  # a locked keyring: the key is not available
+                value = None
+            if value:
+                pairs.setdefault(name, value)
+    return pairs
+
+
+def stored_where(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{VARIABLE: "file" | "keyring"}`` for every stored key (values never read out)."""
+    pairs, held = _read(environ)
+    where = dict.fromkeys(pairs, "file")
+    where.update(dict.fromkeys(held, "keyring"))
+    return where
 
 
 def _quote(value: str) -> str:
@@ -54,24 +107,73 @@ def _quote(value: str) -> str:
     return f'"{escaped}"'
 
 
-def store_credential(variable: str, value: str, environ: Mapping[str, str] | None = None) -> Path:
-    """Store ``variable = value`` (owner-only file); returns the file's path."""
+def _path(environ: Mapping[str, str] | None) -> Path:
     path = credentials_path(environ)
     if path is None:
         raise ConfigError(
             "no user config directory: set HOME, XDG_CONFIG_HOME or AVO_CONFIG_DIR",
             key="AVO_CONFIG_DIR",
         )
-    stored = load_credentials(environ)
-    stored[variable] = value
+    return path
+
+
+def _write(path: Path, pairs: Mapping[str, str], held: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lines = ["# API keys stored by `avo setup` (the environment wins over these).", "[env]"]
-    lines += [f"{name} = {_quote(secret)}" for name, secret in sorted(stored.items())]
+    lines = ["# API keys stored by `avo login` (the environment wins over these).", "[env]"]
+    lines += [f"{name} = {_quote(secret)}" for name, secret in sorted(pairs.items())]
+    if held:
+        lines += ["", "[keyring]  # kept in the OS keyring, service 'avo'"]
+        lines.append("names = [" + ", ".join(_quote(name) for name in sorted(held)) + "]")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     os.chmod(path, 0o600)
+
+
+def store_credential(
+    variable: str,
+    value: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    keyring: bool = False,
+) -> Path:
+    """Store ``variable = value`` (owner-only file, or the OS keyring with ``keyring=True``
+    when one is usable); returns the credentials file's path."""
+    path = _path(environ)
+    pairs, held = _read(environ)
+    ring = keyring_module() if keyring else None
+    if ring is not None:
+        try:
+            ring.set_password(KEYRING_SERVICE, variable, value)
+        except Exception as exc:
+            from avo.exceptions import CredentialError
+
+            raise CredentialError(
+                f"the OS keyring refused to store {variable} ({type(exc).__name__}); "
+                "unlock it, or store the key in the file with --no-keyring",
+            ) from None
+        pairs.pop(variable, None)
+        held = sorted({*held, variable})
+    else:
+        pairs[variable] = value
+        held = [name for name in held if name != variable]
+    _write(path, pairs, held)
     return path
+
+
+def remove_credential(variable: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Forget the stored ``variable`` (file and keyring); False when none was stored."""
+    pairs, held = _read(environ)
+    if variable not in pairs and variable not in held:
+        return False
+    if variable in held:
+        ring = keyring_module()
+        if ring is not None:
+            with contextlib.suppress(Exception):  # already gone from the keyring
+                ring.delete_password(KEYRING_SERVICE, variable)
+    pairs.pop(variable, None)
+    _write(_path(environ), pairs, [name for name in held if name != variable])
+    return True
 
 
 class _WithCredentials(Mapping[str, str]):
@@ -109,8 +211,12 @@ def with_credentials(environ: Mapping[str, str]) -> Mapping[str, str]:
 
 __all__ = [
     "CREDENTIALS_FILE",
+    "KEYRING_SERVICE",
     "credentials_path",
+    "keyring_module",
     "load_credentials",
+    "remove_credential",
     "store_credential",
+    "stored_where",
     "with_credentials",
 ]

@@ -86,17 +86,20 @@ ANTHROPIC_ADAPTER_DEFAULT_MODEL = "claude-sonnet-4-6"
 """What ``AnthropicProvider`` uses when constructed with an empty model."""
 
 API_KEY_ENV: dict[str, tuple[str, ...]] = {
-    "anthropic": ("AVO_ANTHROPIC_API_KEY",),
-    "openai": ("AVO_OPENAI_API_KEY",),
-    "groq": ("AVO_GROQ_API_KEY",),
-    "cerebras": ("AVO_CEREBRAS_API_KEY",),
+    "anthropic": ("AVO_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+    "openai": ("AVO_OPENAI_API_KEY", "OPENAI_API_KEY"),
+    "groq": ("AVO_GROQ_API_KEY", "GROQ_API_KEY"),
+    "cerebras": ("AVO_CEREBRAS_API_KEY", "CEREBRAS_API_KEY"),
     "openrouter": ("AVO_OPENROUTER_API_KEY", "OPENROUTER_API_KEY"),
-    "gemini": ("AVO_GEMINI_API_KEY",),
-    "minimax": ("AVO_MINIMAX_API_KEY",),
+    "gemini": ("AVO_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "minimax": ("AVO_MINIMAX_API_KEY", "MINIMAX_API_KEY"),
     "ollama": ("AVO_OLLAMA_API_KEY",),
-    "ollama-cloud": ("AVO_OLLAMA_CLOUD_API_KEY",),
+    "ollama-cloud": ("AVO_OLLAMA_CLOUD_API_KEY", "OLLAMA_API_KEY"),
 }
-"""Where each provider's key is read from, in order; ``ollama``'s key is optional."""
+"""Where each provider's key is read from, in order: avo's own variable (from the
+environment, then as stored by ``avo login``), then the vendor's conventional
+variable as a fallback (``avo doctor`` notes when that is the one used);
+``ollama``'s key is optional."""
 
 API_STYLE: dict[str, str] = {
     "anthropic": "anthropic",

@@ -37,6 +37,30 @@ def _describe(provider: Any) -> list[str]:
     return lines
 
 
+def _key_source(name: str, environ: Mapping[str, str]) -> list[str]:
+    """Where the key comes from, by name (never the key itself): avo's own variable in
+    ``environ``, the key ``avo login`` stored, or the vendor's variable (with a note)."""
+    from avo.compose.credentials import stored_where
+
+    names = API_KEY_ENV.get(name, ())
+    if not names:
+        return []
+    own = names[0]
+    if environ.get(own):
+        return [f"API key from: {own} (environment)"]
+    where = stored_where(environ)
+    if own in where:
+        return [f"API key from: stored by avo login ({where[own]})"]
+    for var in names[1:]:
+        if environ.get(var):
+            return [
+                f"API key from: {var} (environment)",
+                f"note: {var} is the vendor's variable, accepted as a fallback; {own} or "
+                f"`avo login {name}` take precedence over it",
+            ]
+    return []
+
+
 def _fallback_lines(
     name: str, environ: Mapping[str, str], settings: Mapping[str, Any] | None = None
 ) -> list[str]:
@@ -100,6 +124,7 @@ def doctor_report(
         lines.append(f"config error: {exc}")
         return [*lines, source], False
     lines.extend(_describe(built))
+    lines.extend(_key_source(name, env))
     for route_name, route in getattr(built, "routes", ()):
         details = ", ".join(line.replace(": ", "=", 1) for line in _describe(route))
         lines.append(f"route {route_name}: {details}")
