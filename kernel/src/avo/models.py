@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from avo.risk import ArgumentKind, ToolRisk
+from avo.risk import ArgumentKind, ToolEffect, ToolRisk
 from avo.state import RunState, StopReason, validate_terminal_outcome
 
 _rng = random.Random(os.urandom(32))
@@ -199,6 +199,9 @@ class ToolMetadata(AvoModel):
     """True for a tool that asks a person (``ask_user``): instead of invoking it, the
     run records the question (arguments ``question`` and optional ``choices``),
     pauses, and the person's answer becomes the call's result."""
+    effect: ToolEffect | None = None
+    """What running the same call again does (``pure``, ``idempotent``,
+    ``non_idempotent``); None: derived from ``risk`` (see ``effective_effect``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -219,6 +222,13 @@ class ToolMetadata(AvoModel):
     def effective_risk(self) -> ToolRisk:
         """The declared risk, or EXECUTE when the tool declared none."""
         return self.risk or ToolRisk.EXECUTE
+
+    @property
+    def effective_effect(self) -> ToolEffect:
+        """The declared effect; else ``pure`` for ``inspect`` tools, else ``non_idempotent``."""
+        if self.effect is not None:
+            return self.effect
+        return ToolEffect.PURE if self.risk is ToolRisk.INSPECT else ToolEffect.NON_IDEMPOTENT
 
 
 class ToolCall(AvoModel):
@@ -466,6 +476,7 @@ __all__ = [
     "ToolCall",
     "ToolMetadata",
     "ToolResult",
+    "ToolEffect",
     "ToolRisk",
     "new_id",
     "utc_now",

@@ -1,4 +1,4 @@
-"""ToolRisk and ArgumentKind: how a tool is classified (stdlib only, so plugin specs
+"""ToolRisk, ToolEffect and ArgumentKind: how a tool is classified (stdlib only, so plugin specs
 import them cheaply).
 
 Also importable from :mod:`avo.models`, where ``ToolMetadata`` uses them.
@@ -35,9 +35,31 @@ class ArgumentKind(StrEnum):
     TEXT = "text"
 
 
+class ToolEffect(StrEnum):
+    """What running the same tool call again does to the world outside the run.
+
+    An engine that may dispatch a call twice (a worker died mid-call, a retry)
+    reads it to decide whether it may: see ``docs/temporal.md``.
+
+    - ``pure``: no effect besides its result (reads, lookups): running it again
+      is harmless;
+    - ``idempotent``: an effect, but running it again leaves the world as
+      running it once does (write this content to this file, set a key);
+    - ``non_idempotent``: every run acts again (append a line, send a mail,
+      charge a card): never run twice without someone deciding to.
+
+    A tool that declares none counts as ``pure`` when its risk is ``inspect``
+    and ``non_idempotent`` otherwise.
+    """
+
+    PURE = "pure"
+    IDEMPOTENT = "idempotent"
+    NON_IDEMPOTENT = "non_idempotent"
+
+
 ARGUMENT_KIND_HINT = "x-avo-kind"
 """The JSON-schema keyword that declares an argument's kind in a tool's input schema
 (``{"type": "string", "x-avo-kind": "path"}``); see ``ToolMetadata.argument_kinds``."""
 
 
-__all__ = ["ARGUMENT_KIND_HINT", "ArgumentKind", "ToolRisk"]
+__all__ = ["ARGUMENT_KIND_HINT", "ArgumentKind", "ToolEffect", "ToolRisk"]

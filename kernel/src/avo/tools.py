@@ -24,7 +24,7 @@ from avo.exceptions import (
     ToolNotFoundError,
     ToolValidationError,
 )
-from avo.models import ToolCall, ToolMetadata, ToolResult, ToolRisk, trusted, utc_now
+from avo.models import ToolCall, ToolEffect, ToolMetadata, ToolResult, ToolRisk, trusted, utc_now
 from avo.risk import ARGUMENT_KIND_HINT, ArgumentKind
 
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
@@ -102,7 +102,8 @@ class FunctionTool(Generic[ArgumentsT]):
     ``argument_kinds`` says which arguments are paths, URLs, commands or free
     text (see :class:`~avo.models.ToolMetadata`), e.g. ``{"path": "path"}``;
     ``asks_human`` marks a tool whose answer comes from a person (the run pauses
-    for it; the function is not called).
+    for it; the function is not called). ``effect`` says what running the same
+    call again does (:class:`~avo.models.ToolEffect`; None derives it from ``risk``).
     ``schema_titles=True`` keeps the ``title`` keywords in the advertised schema.
     """
 
@@ -118,6 +119,7 @@ class FunctionTool(Generic[ArgumentsT]):
         argument_kinds: Mapping[str, ArgumentKind | str] | None = None,
         schema_titles: bool = False,
         asks_human: bool = False,
+        effect: ToolEffect | None = None,
     ) -> None:
         if not (isinstance(arguments_model, type) and issubclass(arguments_model, BaseModel)):
             raise TypeError(
@@ -138,6 +140,7 @@ class FunctionTool(Generic[ArgumentsT]):
             risk=risk,
             argument_kinds=dict(argument_kinds or {}),
             asks_human=asks_human,
+            effect=effect,
         )
 
     @property
@@ -297,16 +300,27 @@ class ToolRegistry:
         )
 
 
-def failed_result(call: ToolCall, error: str, started_at: datetime, started: float) -> ToolResult:
-    """A failed result of ``call`` that started at ``started_at`` (``started``: perf_counter)."""
+def failed_result(
+    call: ToolCall,
+    error: str,
+    started_at: datetime,
+    started: float,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    timer: Callable[[], float] = time.perf_counter,
+) -> ToolResult:
+    """A failed result of ``call`` that started at ``started_at`` (``started``: ``timer()``).
+
+    ``clock`` and ``timer`` read the finish (a runtime passes its own).
+    """
     return ToolResult(
         tool_call_id=call.tool_call_id,
         tool_name=call.name,
         success=False,
         error=error,
         started_at=started_at,
-        finished_at=max(utc_now(), started_at),
-        duration_ms=(time.perf_counter() - started) * 1000,
+        finished_at=max(clock(), started_at),
+        duration_ms=(timer() - started) * 1000,
     )
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 # Only stdlib at import time: every plugin imports this module, and
 # `avo plugin list` must stay fast (pydantic is needed only by type checkers).
-from avo.risk import ToolRisk
+from avo.risk import ToolEffect, ToolRisk
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -144,13 +144,19 @@ class ProviderSpec:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool. ``factory(settings: dict) -> Tool``; ``risk`` classifies it for permissions."""
+    """A tool. ``factory(settings: dict) -> Tool``; ``risk`` classifies it for permissions.
+
+    ``effect`` says what running the same call again does (pure, idempotent,
+    non_idempotent; None: derived from the tool's risk), for engines that may
+    dispatch a call twice; declare the same on the tool's metadata.
+    """
 
     name: str
     factory: Factory
     description: str = ""
     risk: ToolRisk = ToolRisk.EXECUTE
     settings_model: type[BaseModel] | None = None
+    effect: ToolEffect | None = None
 
 
 @dataclass(frozen=True)
@@ -312,6 +318,22 @@ class SlashCommandSpec:
     while_busy: bool = False
 
 
+@dataclass(frozen=True)
+class EngineSpec:
+    """An execution engine: where runs are driven. ``factory(settings: dict, *, environ)``.
+
+    The factory returns an :class:`avo.engines.Engine`: it submits runs, relays
+    operations (cancel, answers, resume) to the run's driver and serves
+    workers (``avo worker --engine NAME``). The kernel's own engine,
+    ``in-process``, drives a run in the process that starts it.
+    """
+
+    name: str
+    factory: Factory
+    description: str = ""
+    settings_model: type[BaseModel] | None = None
+
+
 def lazy_command(
     name: str,
     module: str,
@@ -375,6 +397,7 @@ Spec = (
     | BundleSpec
     | SlashCommandSpec
     | MemorySpec
+    | EngineSpec
 )
 
 KIND_OF_SPEC: dict[type, str] = {
@@ -390,6 +413,7 @@ KIND_OF_SPEC: dict[type, str] = {
     BundleSpec: "bundle",
     SlashCommandSpec: "slash_command",
     MemorySpec: "memory",
+    EngineSpec: "engine",
 }
 
 HOOK_OF_KIND: dict[str, str] = {
@@ -405,6 +429,7 @@ HOOK_OF_KIND: dict[str, str] = {
     "bundle": "avo_register_bundles",
     "slash_command": "avo_register_slash_commands",
     "memory": "avo_register_memory",
+    "engine": "avo_register_engines",
 }
 
 
@@ -448,6 +473,7 @@ __all__ = [
     "PLUGIN_API_VERSION",
     "BundleSpec",
     "CommandSpec",
+    "EngineSpec",
     "HookPluginSpec",
     "MemorySpec",
     "NotifierSpec",

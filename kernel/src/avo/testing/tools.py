@@ -137,7 +137,7 @@ async def check_tool_contract(
 
 
 def check_tool_spec(spec: Any, settings: Mapping[str, Any] | None = None) -> Any:
-    """Build a ToolSpec's tool and check it matches the spec (name, risk)."""
+    """Build a ToolSpec's tool and check it matches the spec (name, risk, effect)."""
     tool = spec.factory(dict(settings or {}))
     metadata = check_metadata(tool)
     if metadata.name != spec.name:
@@ -147,6 +147,13 @@ def check_tool_spec(spec: Any, settings: Mapping[str, Any] | None = None) -> Any
             spec.name,
             f"ToolSpec.risk is {spec.risk.value!r} but the tool's metadata.risk is "
             f"{metadata.risk.value if metadata.risk else None!r}; declare the same risk on both",
+        )
+    effect = getattr(spec, "effect", None)
+    if effect is not None and metadata.effective_effect != effect:
+        raise _fail(
+            spec.name,
+            f"ToolSpec.effect is {effect.value!r} but the tool's metadata says "
+            f"{metadata.effective_effect.value!r}; declare the same effect on both",
         )
     return tool
 
