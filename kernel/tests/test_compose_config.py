@@ -124,8 +124,9 @@ def test_pyproject_tool_avo_table(tmp_path: Path) -> None:
     [
         (
             'provder = "fake"\n',
-            r"avo.toml: unknown key 'provder'; known keys: budget, bundles, context, hooks, "
-            r"instructions, mcp, memory, notifiers, permission, plugins, policy, pricing, provider",
+            r"avo.toml: unknown key 'provder'; known keys: budget, bundles, context, engine, "
+            r"hooks, instructions, mcp, memory, notifiers, permission, plugins, policy, pricing, "
+            r"provider",
         ),
         ('[provider]\nname = "nope"\n', r"provider.name: unknown provider 'nope'; available: fake"),
         (

@@ -1,9 +1,10 @@
 """The kernel's own plugins, registered through entry points like any other.
 
-``kernel/pyproject.toml`` points the ``fake`` provider, the ``memory`` store and
-the ``run``, ``plugin`` and ``runs`` commands at the objects below. Nothing
-here is special-cased by the plugin manager; importing this module stays
-cheap (factories and command bodies import their modules when called).
+``kernel/pyproject.toml`` points the ``fake`` provider, the ``memory`` store, the
+``in-process`` engine and the ``run``, ``plugin``, ``runs``, ``worker`` (...)
+commands at the objects below. Nothing here is special-cased by the plugin
+manager; importing this module stays cheap (factories and command bodies
+import their modules when called).
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from avo.plugins import ProviderCapabilities, ProviderSpec, StoreSpec, lazy_command, provides
+from avo.plugins import (
+    EngineSpec,
+    ProviderCapabilities,
+    ProviderSpec,
+    StoreSpec,
+    lazy_command,
+    provides,
+)
 
 
 def _make_fake_provider(settings: Mapping[str, Any], *, environ: Any = None) -> Any:
@@ -55,6 +63,21 @@ memory_store = provides(
         factory=_make_memory_store,
         description="In-process event store; everything is lost when the process ends.",
         schemes=("memory",),
+    )
+)
+
+
+def _make_in_process_engine(settings: Mapping[str, Any], *, environ: Any = None) -> Any:
+    from avo.engines import InProcessEngine
+
+    return InProcessEngine(settings, environ=environ)
+
+
+in_process_engine = provides(
+    EngineSpec(
+        name="in-process",
+        factory=_make_in_process_engine,
+        description="Drive each run in the process that starts it (avo run): the default.",
     )
 )
 
@@ -124,6 +147,14 @@ sessions_command = provides(
     )
 )
 
+worker_command = provides(
+    lazy_command(
+        "worker",
+        "avo.cli.worker",
+        help="serve as a worker of an engine (avo worker --engine temporal): drive its runs",
+    )
+)
+
 completion_command = provides(
     lazy_command("completion", "avo.cli.completion", help="print a shell completion script")
 )
@@ -132,6 +163,7 @@ __all__ = [
     "completion_command",
     "config_command",
     "fake_provider",
+    "in_process_engine",
     "login_command",
     "memory_store",
     "models_command",
@@ -141,4 +173,5 @@ __all__ = [
     "runs_command",
     "sessions_command",
     "setup_command",
+    "worker_command",
 ]

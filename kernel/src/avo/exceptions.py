@@ -13,6 +13,7 @@
     ├── ToolValidationError
     ├── ToolExecutionError          (aliases: NotifierError, SandboxError, MCPError, SkillError)
     ├── ToolAlreadyCompletedError
+    ├── ToolOutcomeUnknownError     (a call may or may not have acted: a person decides)
     ├── StorageError
     │   ├── EventInvariantError
     │   │   └── StaleWriteError     (a batch built from an out-of-date view of the run)
@@ -34,7 +35,8 @@
     ├── ApprovalError               (an answer to a paused run that cannot be recorded)
     ├── MemoryStoreError            (a long-term memory store failed or was misconfigured)
     ├── ContentNotSupportedError    (an image or document the model cannot be shown)
-    └── CredentialError             (a stored API key that cannot be read, written or removed)
+    ├── CredentialError             (a stored API key that cannot be read, written or removed)
+    └── EngineError                 (an execution engine is unreachable or refused a run)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
 callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
@@ -135,6 +137,22 @@ class ToolAlreadyCompletedError(AvoError):
     def __init__(self, message: str, *, tool_call_id: str | None = None) -> None:
         super().__init__(message)
         self.tool_call_id = tool_call_id
+
+
+class ToolOutcomeUnknownError(AvoError):
+    """Nobody can tell whether a tool call took effect (the worker running it died mid-call).
+
+    Raised by a tool invocation (an engine's remote dispatch, a remote tool whose
+    connection dropped); the run then pauses for a person instead of running the
+    call again: approving runs it again, denying records it as failed.
+    """
+
+    def __init__(
+        self, message: str, *, tool_call_id: str | None = None, tool_name: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
 
 
 class StorageError(AvoError):
@@ -341,6 +359,17 @@ class CredentialError(AvoError):
         self.provider = provider
 
 
+class EngineError(AvoError):
+    """An execution engine (``avo.engines``) is unreachable, misconfigured or refused a run."""
+
+    def __init__(
+        self, message: str, *, engine: str | None = None, run_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.engine = engine
+        self.run_id = run_id
+
+
 __all__ = [
     "ApprovalError",
     "AvoError",
@@ -351,6 +380,7 @@ __all__ = [
     "ContextWindowError",
     "CredentialError",
     "DuplicateToolError",
+    "EngineError",
     "EventInvariantError",
     "FakeProviderExhaustedError",
     "HookError",
@@ -377,6 +407,7 @@ __all__ = [
     "ToolAlreadyCompletedError",
     "ToolExecutionError",
     "ToolNotFoundError",
+    "ToolOutcomeUnknownError",
     "ToolValidationError",
     "UnsafeResumeError",
 ]

@@ -4,8 +4,9 @@ A plugin is any module or object with functions decorated by
 :data:`hookimpl` whose names match the specs below. Plugins reach the kernel
 through entry points (groups ``avo.providers``, ``avo.tools``, ``avo.stores``,
 ``avo.notifiers``, ``avo.hooks``, ``avo.permissions``, ``avo.sandboxes``,
-``avo.commands``, ``avo.shapers``, ``avo.bundles``, ``avo.memory``); the entry
-point's name is the name the plugin registers and its value is the plugin object (usually
+``avo.commands``, ``avo.shapers``, ``avo.bundles``, ``avo.slash_commands``,
+``avo.memory``, ``avo.engines``); the entry point's name is
+the name the plugin registers and its value is the plugin object (usually
 built with :func:`avo.plugins.provides`).
 
 Hooks only grow: new arguments may be added and an implementation may accept
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from avo.plugins.specs import (
         BundleSpec,
         CommandSpec,
+        EngineSpec,
         HookPluginSpec,
         MemorySpec,
         NotifierSpec,
@@ -180,6 +182,18 @@ def avo_register_memory(register: Callable[[MemorySpec], None]) -> None:
     """
 
 
+@hookspec
+def avo_register_engines(register: Callable[[EngineSpec], None]) -> None:
+    """Register execution engines: where runs are driven (``avo worker --engine NAME``).
+
+    :param register: call once per engine with a :class:`~avo.plugins.EngineSpec`;
+        its factory builds an :class:`avo.engines.Engine` (submit runs, relay
+        operations to a run's driver, serve workers).
+
+    Dispatch: all implementations are called; fires when the manager loads the plugin.
+    """
+
+
 # ---------------------------------------------------------------- run lifecycle
 
 
@@ -255,6 +269,7 @@ __all__ = [
     "avo_prepare_request",
     "avo_register_bundles",
     "avo_register_commands",
+    "avo_register_engines",
     "avo_register_hooks",
     "avo_register_memory",
     "avo_register_notifiers",

@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from avo._steering import SteeringQueue
 from avo._transcript import close_batch, tool_calls_message, trim_batch
 from avo.approval import Answer, Answerer
 from avo.circuit_breaker import CircuitBreaker
+from avo.engines import ENGINE_KEY
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
     ApprovalError,
@@ -49,6 +51,7 @@ from avo.redaction import Redactor, StreamRedactor
 from avo.runtime_answers import output_json_schema, schema_instruction
 from avo.runtime_approval import record_given_answers, restore_turn
 from avo.runtime_handlers import HANDLERS
+from avo.runtime_outcomes import awaiting_outcome, expire_outcome_requests, fail_cut_reruns
 from avo.runtime_persistence import (
     append,
     checkpoint,
@@ -142,13 +145,20 @@ class AgentRuntime:
         self._provider_name = _text_attr(provider, "name")
         self._provider_model = _text_attr(provider, "model")
         self._breaker: CircuitBreaker | None = None
-        # How the loop waits before retrying a provider call (injectable for tests),
-        # and the jitter source of the retry backoff.
+        # How the loop waits before retrying a provider call (injectable for tests).
         self.sleep: Sleep = sleep
         # Mints the id of every tool call a model asks for (the vendor's id is kept
         # as vendor_id); avo.ops.replay swaps in the ids a recording holds.
         self.call_ids: Callable[[], str] = event_id
-        self._random: Callable[[], float] = random.random
+        # The jitter source of the retry backoff (a float in [0, 1)).
+        self.random: Callable[[], float] = random.random
+        # Mints the id of every event and checkpoint, and reads monotonic seconds for
+        # durations. With the clock, ``sleep``, ``call_ids`` and the jitter source these
+        # are everything the loop reads that varies from one execution to the next, so
+        # an engine that replays a run's decisions (a workflow, see docs/temporal.md)
+        # swaps in deterministic ones and the same effects give the same log.
+        self.event_ids: Callable[[], str] = event_id
+        self.timer: Callable[[], float] = time.perf_counter
         # Providers that declare JSON-schema output get run(output_schema=) as a
         # request field; the others get an instruction in the transcript.
         self._schema_mode = getattr(provider, "supports_output_schema", False) is True
@@ -160,8 +170,12 @@ class AgentRuntime:
         # What the runtime was composed from (avo.compose), recorded in RUN_CREATED
         # so a run can be composed again to resume or replay it.
         self.composition = dict(composition) if composition is not None else None
+        # The engine driving this runtime's runs when it is not this process (avo.engines):
+        # ``{"name", "settings"}``, recorded in RUN_CREATED so operations reach the driver.
+        self.engine: dict[str, JsonValue] | None = None
         self._driving: asyncio.Task[Any] | None = None
         self._interrupted: str | None = None
+        self._cancelled: str | None = None
         self._environ: Mapping[str, str] = environ if environ is not None else os.environ
         # The request seam (avo.shaping): shapers for every run, bundles set up per run
         # (avo.bundles), the model's context window, where bundles find workspace files.
@@ -287,9 +301,15 @@ class AgentRuntime:
                 payload["plugins"] = plugin_set
             if self.composition is not None:
                 payload["composition"] = self.redactor.value(self.composition)
+            if self.engine is not None:
+                payload[ENGINE_KEY] = self.redactor.value(self.engine)
             payload.update(setup.payload())
             event = AgentEvent(
-                run_id=run.run_id, event_type=EventType.RUN_CREATED, created_at=now, payload=payload
+                event_id=self.event_ids(),
+                run_id=run.run_id,
+                event_type=EventType.RUN_CREATED,
+                created_at=now,
+                payload=payload,
             )
             ctx = _RunContext(
                 run=run,
@@ -395,7 +415,10 @@ class AgentRuntime:
             log = RunLogState.from_events(run_id, events)
             self._check_plugin_set(run_id, events)
             _check_output_schema(run_id, events, schema)
-            open_calls = sorted(log.open_tool_calls)
+            unsafe = log.open_tool_calls
+            if unsafe and log.requested_inputs:  # a person decides about these (their effect
+                unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
+            open_calls = sorted(unsafe)
             if open_calls:
                 raise UnsafeResumeError(
                     "Cannot safely resume because these tool calls started without a durable "
@@ -421,6 +444,10 @@ class AgentRuntime:
                         run_id=run_id,
                     )
                 record_given_answers(self, ctx, dict(answers))
+            if ctx.asked:  # calls whose effect is unknown (see avo.runtime_outcomes)
+                await fail_cut_reruns(self, ctx, events)
+                if log.state is RunState.PAUSED:
+                    expire_outcome_requests(self, ctx)
             if log.state is not target:
                 if log.state is not RunState.PAUSED:
                     transition(self, ctx, RunState.PAUSED)
@@ -464,8 +491,22 @@ class AgentRuntime:
         task.cancel()
         return True
 
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """End the run being driven now for good: CANCELLED / user_cancelled, ``reason`` recorded.
+
+        A tool call cut short gets a failed result saying so. Returns False when
+        no run is being driven (cancel a stored run with :func:`avo.ops.cancel`).
+        """
+        task = self._driving
+        if task is None or task.done():
+            return False
+        self._cancelled = reason
+        task.cancel()
+        return True
+
     async def _drive(self, ctx: _RunContext) -> RunResult:
         self._driving, self._interrupted = asyncio.current_task(), None
+        self._cancelled = None
         try:
             return await self._drive_loop(ctx)
         finally:
@@ -488,9 +529,17 @@ class AgentRuntime:
 
                 await pause_interrupted(self, ctx, self._interrupted)
                 return result_of(ctx)
-            await self._end_on_error(
-                ctx, RunState.CANCELLED, StopReason.USER_CANCELLED, "Run cancelled by the caller."
-            )
+            if self._cancelled is not None:
+                from avo.ops.cancel import end_cancelled
+
+                await end_cancelled(self, ctx, self._cancelled)
+            else:
+                await self._end_on_error(
+                    ctx,
+                    RunState.CANCELLED,
+                    StopReason.USER_CANCELLED,
+                    "Run cancelled by the caller.",
+                )
         except (StorageError, UnsafeResumeError):
             raise
         except Exception as exc:

@@ -265,15 +265,19 @@ def _pause(rt: AgentRuntime, ctx: _RunContext, reason: str) -> None:
     )
 
 
-async def pause_for_people(rt: AgentRuntime, ctx: _RunContext) -> None:
+async def pause_for_people(
+    rt: AgentRuntime, ctx: _RunContext, *, back_to: RunState = RunState.APPROVAL_PENDING
+) -> None:
     """Checkpoint, pause durably, then ask the answerer (if any) in the model's order.
 
     Returns with the run PAUSED (someone must answer elsewhere, then resume) or,
-    when the answerer answered every request, back in APPROVAL_PENDING.
+    when the answerer answered every request, back in ``back_to`` (the state it
+    paused from: APPROVAL_PENDING, or TOOL_EXECUTING for a call whose effect is
+    unknown, see :mod:`avo.runtime_outcomes`).
     """
     waiting = waiting_requests(ctx)
     questions = all(r.kind is RequestKind.QUESTION for r in waiting)
-    await checkpoint(rt, ctx)  # at APPROVAL_PENDING: resume re-enters the approval step
+    await checkpoint(rt, ctx)  # at ``back_to``: resume re-enters that step
     _pause(rt, ctx, AWAITING_ANSWER if questions else AWAITING_APPROVAL)
     await flush(rt, ctx)
     await _notify(rt, ctx, waiting)
@@ -292,7 +296,7 @@ async def pause_for_people(rt: AgentRuntime, ctx: _RunContext) -> None:
         answer = Answer.coerce(given)
         record_answer(rt, ctx, request, _answer_payload(request, answer), by=answer.by or "prompt")
         await flush(rt, ctx)
-    transition(rt, ctx, RunState.APPROVAL_PENDING)
+    transition(rt, ctx, back_to)
 
 
 async def _notify(rt: AgentRuntime, ctx: _RunContext, waiting: list[HumanRequest]) -> None:

@@ -6,7 +6,6 @@ Each handler moves a run out of one state. The dispatcher in
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +117,7 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         request = await media_request(rt, request)
     _bind_event_sink(rt, ctx)
     await flush(rt, ctx)
-    started = time.perf_counter()
+    started = rt.timer()
     try:
         if rt._rate_limiter is not None:
             await rt._rate_limiter.acquire(input_tokens=ctx.last_input_tokens)
@@ -154,7 +153,7 @@ async def handle_model_pending(rt: AgentRuntime, ctx: _RunContext) -> None:
         problem = TypeError(f"provider returned {type(response).__name__}, not a ModelResponse")
         await _invalid_model_response(rt, ctx, problem)
         return
-    await _record_response(rt, ctx, response, (time.perf_counter() - started) * 1000)
+    await _record_response(rt, ctx, response, (rt.timer() - started) * 1000)
 
 
 async def _record_response(
@@ -405,7 +404,7 @@ async def handle_provider_error(rt: AgentRuntime, ctx: _RunContext, exc: Provide
 
 def _retry_delay(rt: AgentRuntime, ctx: _RunContext, attempt: int, exc: ProviderError) -> float:
     """The wait before the next attempt, never past the run's max_runtime_seconds."""
-    delay = ctx.policy.retry.wait_before(attempt, retry_after_of(exc), rand=rt._random)
+    delay = ctx.policy.retry.wait_before(attempt, retry_after_of(exc), rand=rt.random)
     limit = ctx.policy.max_runtime_seconds
     if limit is not None:
         delay = min(delay, max(0.0, limit - elapsed_seconds(rt, ctx)))

@@ -23,7 +23,6 @@ from avo.models import (
     RunRecord,
     RunResult,
     ToolResult,
-    event_id,
     replaced,
     trusted,
 )
@@ -64,7 +63,7 @@ def _event(
     return trusted(
         AgentEvent,
         {
-            "event_id": event_id(),
+            "event_id": rt.event_ids(),
             "run_id": ctx.run_id,
             "sequence": ctx.log.last_sequence + offset,
             "event_type": kind,
@@ -237,7 +236,7 @@ def build_checkpoint(rt: AgentRuntime, ctx: _RunContext) -> Checkpoint:
     return trusted(
         Checkpoint,
         {
-            "checkpoint_id": event_id(),
+            "checkpoint_id": rt.event_ids(),
             "run_id": ctx.run_id,
             "created_at": rt.clock(),
             "state": ctx.state,

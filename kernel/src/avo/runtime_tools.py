@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from avo._run_context import _RunContext
 from avo._transcript import close_batch
 from avo.approval import Verdict
 from avo.events import EventType
+from avo.exceptions import ToolOutcomeUnknownError
 from avo.hooks import HookContext, HookEvent
 from avo.models import ToolCall, ToolResult, ToolRisk, utc_now
 from avo.runtime_approval import (
@@ -37,6 +39,7 @@ from avo.runtime_approval import (
     request_person,
 )
 from avo.runtime_checks import after_observation_checks
+from avo.runtime_outcomes import note_unknown, settle_unknown, waiting_for_outcome
 from avo.runtime_persistence import (
     append,
     checkpoint,
@@ -166,14 +169,27 @@ def _runs_alongside(rt: AgentRuntime, call: ToolCall) -> bool:
 
 
 async def handle_tool_executing(rt: AgentRuntime, ctx: _RunContext) -> None:
-    """Run the batch's open calls (barriers alone, in order), then close the batch and check."""
+    """Run the batch's open calls (barriers alone, in order), then close the batch and check.
+
+    A call whose effect turned out unknown (:mod:`avo.runtime_outcomes`) pauses the
+    run for a person before the batch closes; nothing after it starts meanwhile.
+    """
     todo = open_calls(ctx)  # (denied calls never run: their reason is their result)
+    if ctx.asked:  # a call whose effect is unknown runs again only if a person says so
+        settled = await settle_unknown(rt, ctx, todo)
+        if settled is None:
+            await pause_for_people(rt, ctx, back_to=RunState.TOOL_EXECUTING)
+            return
+        todo = settled
     if len(todo) == 1:  # the common turn: one call
         crashed = await _run_alone(rt, ctx, todo[0])
     else:
         crashed = await _run_batch(rt, ctx, todo)
     if crashed is not None:
         await terminate(rt, ctx, RunState.FAILED, StopReason.TOOL_ERROR, error=crashed)
+        return
+    if ctx.asked and waiting_for_outcome(ctx):
+        await pause_for_people(rt, ctx, back_to=RunState.TOOL_EXECUTING)
         return
     calls = ctx.calls
     results = ctx.results
@@ -210,6 +226,8 @@ async def _run_batch(rt: AgentRuntime, ctx: _RunContext, todo: list[ToolCall]) -
     crashed: str | None = None
     index = 0
     while index < len(todo) and crashed is None:
+        if ctx.asked and waiting_for_outcome(ctx):
+            break  # a call's effect is unknown: nothing after it starts until a person decides
         if index:  # the results so far are durable before another call starts
             await flush(rt, ctx)
         end = index + 1
@@ -228,9 +246,9 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
     """Run one call: TOOL_STARTED durable first, then the tool, then its result recorded."""
     append(rt, ctx, EventType.TOOL_STARTED, dict(call_payload(rt, ctx, call)), redact=False)
     await flush(rt, ctx)  # TOOL_STARTED is durable before the tool can have any effect
-    started_at = utc_now()
-    started = time.perf_counter()
-    answered = human_result(ctx, call, started_at, started)
+    started_at = rt.clock()
+    started = rt.timer()
+    answered = human_result(ctx, call, started_at, started, clock=rt.clock, timer=rt.timer)
     if answered is not None:  # a person answered it (ask_user): the answer is the result
         await record_tool_result(rt, ctx, answered)
         return None
@@ -239,19 +257,25 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
             ctx.policy.tool_timeout_seconds,
             rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
         )
+    except ToolOutcomeUnknownError as exc:
+        await note_unknown(rt, ctx, call, str(exc))
+        return None
     except Exception as exc:
-        result, tool_crashed = _failure(ctx, call, exc, started_at, started)
+        result, tool_crashed = _failure(rt, ctx, call, exc, started_at, started)
         await record_tool_result(rt, ctx, result)
         return result.error if tool_crashed else None
     await record_tool_result(rt, ctx, result)
     return None
 
 
-async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[ToolResult, bool]:
-    """Run one call under the tool timeout: its result, and whether the tool crashed."""
-    started_at = utc_now()
-    started = time.perf_counter()
-    answered = human_result(ctx, call, started_at, started)
+async def _invoke(
+    rt: AgentRuntime, ctx: _RunContext, call: ToolCall
+) -> tuple[ToolResult | ToolOutcomeUnknownError, bool]:
+    """Run one call under the tool timeout: its result (or that its effect is unknown),
+    and whether the tool crashed."""
+    started_at = rt.clock()
+    started = rt.timer()
+    answered = human_result(ctx, call, started_at, started, clock=rt.clock, timer=rt.timer)
     if answered is not None:
         return answered, False
     try:
@@ -259,13 +283,21 @@ async def _invoke(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> tuple[T
             ctx.policy.tool_timeout_seconds,
             rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
         )
+    except ToolOutcomeUnknownError as exc:
+        return exc, False
     except Exception as exc:
-        return _failure(ctx, call, exc, started_at, started)
+        return _failure(rt, ctx, call, exc, started_at, started)
     return result, False
 
 
 def human_result(
-    ctx: _RunContext, call: ToolCall, started_at: datetime, started: float
+    ctx: _RunContext,
+    call: ToolCall,
+    started_at: datetime,
+    started: float,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    timer: Callable[[], float] = time.perf_counter,
 ) -> ToolResult | None:
     """The result of a call a person answered (an ``asks_human`` tool): their answer."""
     answer = ctx.answers.get(call.tool_call_id)
@@ -277,13 +309,18 @@ def human_result(
         success=True,
         output={"answer": answer.get("text")},
         started_at=started_at,
-        finished_at=max(utc_now(), started_at),
-        duration_ms=(time.perf_counter() - started) * 1000,
+        finished_at=max(clock(), started_at),
+        duration_ms=(timer() - started) * 1000,
     )
 
 
 def _failure(
-    ctx: _RunContext, call: ToolCall, exc: Exception, started_at: datetime, started: float
+    rt: AgentRuntime,
+    ctx: _RunContext,
+    call: ToolCall,
+    exc: Exception,
+    started_at: datetime,
+    started: float,
 ) -> tuple[ToolResult, bool]:
     """The failed result of a call that timed out or raised, and whether the tool crashed.
 
@@ -295,9 +332,11 @@ def _failure(
             f"Tool {call.name!r} exceeded the configured timeout of "
             f"{ctx.policy.tool_timeout_seconds:g} seconds."
         )
-        return failed_result(call, error, started_at, started), False
+        return failed_result(
+            call, error, started_at, started, clock=rt.clock, timer=rt.timer
+        ), False
     crashed = f"Tool {call.name!r} raised {type(exc).__name__}: {exc}"
-    return failed_result(call, crashed, started_at, started), True
+    return failed_result(call, crashed, started_at, started, clock=rt.clock, timer=rt.timer), True
 
 
 def _started(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> None:
@@ -317,7 +356,7 @@ async def _run_concurrently(
     """
     waiting = deque(calls)
     order = {id(call): position for position, call in enumerate(calls)}  # (no model __eq__)
-    running: dict[asyncio.Task[tuple[ToolResult, bool]], ToolCall] = {}
+    running: dict[asyncio.Task[tuple[ToolResult | ToolOutcomeUnknownError, bool]], ToolCall] = {}
     crashed: str | None = None
     fresh = False  # results recorded since the last flush
     try:
@@ -340,10 +379,13 @@ async def _run_concurrently(
                 running[asyncio.create_task(_invoke(rt, ctx, call))] = call
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in sorted(done, key=lambda t: order[id(running[t])]):
-                del running[task]
+                call = running.pop(task)
                 result, tool_crashed = task.result()
-                await record_tool_result(rt, ctx, result)
                 fresh = True
+                if isinstance(result, ToolOutcomeUnknownError):
+                    await note_unknown(rt, ctx, call, str(result))
+                    continue
+                await record_tool_result(rt, ctx, result)
                 if tool_crashed and crashed is None:
                     crashed = result.error
     except BaseException:

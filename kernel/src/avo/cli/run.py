@@ -62,6 +62,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="directory workspace tools work in (default: the current directory)",
     )
+    parser.add_argument(
+        "--engine",
+        default=None,
+        metavar="NAME",
+        help="where the run is driven: here (in-process, the default) or an engine's workers "
+        "([engine] name, AVO_ENGINE); the command follows the run either way",
+    )
     add_session_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
@@ -95,6 +102,7 @@ def _resolve(args: argparse.Namespace) -> Any:
         "tools": args.tools,
         "permission_mode": args.permission_mode,
         "system_prompt": args.system_prompt,
+        "engine": getattr(args, "engine", None),
     }
     config = resolved(args, **flags)
     if not config.configured and offer_setup(args):
@@ -114,6 +122,11 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
     from avo.ops.leases import holding_lease, owner_name
 
     config = _resolve(args)
+    engine = _engine(config)
+    if engine is not None and engine.remote:
+        from avo.cli._engine_run import submit_and_follow
+
+        return await submit_and_follow(args, task, config, engine)
     quiet = args.quiet or args.json
     streamed: list[str] = []
 
@@ -157,6 +170,21 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
         if session_id is not None and not quiet and (args.session or args.continue_session):
             note(f"avo: session {session_id} (continue it with: avo run --continue)", args=args)
         return await report(args, result, store, composition.store_location, progress.failures)
+
+
+def _engine(config: Any) -> Any:
+    """The configured engine (None: none configured, the run is driven here)."""
+    table = config.config.engine
+    if table is None:
+        return None
+    from avo.engines import open_engine
+
+    return open_engine(
+        table.name,
+        settings=table.settings,
+        environ=config.environ,
+        source=config.source("engine.name"),
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,6 +40,11 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [memory]                     # long-term memory: an avo.memory plugin (avo-memory),
     provider = "sqlite"          # recall per run and what runs write back
 
+    [engine]                     # where runs are driven: in-process (default) or an
+    name = "temporal"            # engine plugin's workers (avo worker, docs/temporal.md)
+    [engine.settings]
+    address = "temporal.internal:7233"
+
 (top-level ``shapers = [...]`` and ``bundles = [...]`` enable more request
 shapers and bundles by plugin name, like ``tools``.)
 
@@ -199,6 +204,7 @@ class AvoConfig(_Strict):
     shapers: list[str | PluginRef] = Field(default_factory=list)
     bundles: list[str | PluginRef] = Field(default_factory=list)
     memory: MemorySettings | None = None
+    engine: PluginRef | None = None
 
 
 _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
@@ -214,6 +220,7 @@ _MODELS_BY_KEY: dict[str, type[BaseModel]] = {
     "shapers": PluginRef,
     "bundles": PluginRef,
     "memory": MemorySettings,
+    "engine": PluginRef,
 }
 
 

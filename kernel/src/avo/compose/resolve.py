@@ -9,12 +9,12 @@ Layers, lowest first; a higher layer wins key by key:
 3. **workspace config** — ``avo.toml`` (or ``pyproject.toml`` with
    ``[tool.avo]``) in the current directory, or the file ``--config`` names;
 4. **environment** — ``AVO_PROVIDER``, ``AVO_MODEL``, ``AVO_DATABASE_PATH``,
-   ``AVO_PERMISSION_MODE`` and the ``AVO_MAX_*`` policy overrides;
+   ``AVO_PERMISSION_MODE``, ``AVO_ENGINE`` and the ``AVO_MAX_*`` policy overrides;
 5. **flags** — ``--provider``, ``--model``, ``--store``, ``-d``, ``--tool``, ...
 
 Tables merge key by key; lists (``tools``, ``hooks``, ``notifiers``) are
 replaced whole. A plugin table (``[provider]``, ``[store]``,
-``[permission]``) that names a different plugin (or, for the store, another
+``[engine]``) that names a different plugin (or, for the store, another
 location) replaces the lower one whole, so one provider's settings never
 leak into another's. :attr:`ResolvedConfig.sources` says where every value
 came from (``avo config show`` prints it).
@@ -43,13 +43,14 @@ DEFAULT = "default"
 
 # Tables that name one plugin: naming another replaces the table whole. (The
 # [permission] table merges instead: its allow/ask/deny rules outlive a change of mode.)
-_PLUGIN_TABLES = {"provider": ("name",), "store": ("name", "location")}
+_PLUGIN_TABLES = {"provider": ("name",), "store": ("name", "location"), "engine": ("name",)}
 _LIST_KEYS = frozenset({"tools", "hooks", "notifiers"})
 _ENV_KEYS: dict[str, str] = {
     "AVO_PROVIDER": "provider.name",
     "AVO_MODEL": "provider.settings.model",
     "AVO_DATABASE_PATH": "store.location",
     "AVO_PERMISSION_MODE": "permission.mode",
+    "AVO_ENGINE": "engine.name",
 }
 
 
@@ -232,13 +233,14 @@ def resolve_config(
     tools: Iterable[str] | None = None,
     permission_mode: str | None = None,
     system_prompt: str | None = None,
+    engine: str | None = None,
 ) -> ResolvedConfig:
     """Resolve flags > environment > workspace config > user config > defaults.
 
     :param path: the workspace config file (``--config``); None looks for
         ``avo.toml`` / ``pyproject.toml [tool.avo]`` in ``cwd`` when ``discover``.
     :param user: also read the user config (``avo setup``'s file).
-    :param provider, model, store, database, tools, permission_mode, system_prompt:
+    :param provider, model, store, database, tools, permission_mode, system_prompt, engine:
         the command-line flags.
     """
     from avo.compose.credentials import with_credentials
@@ -275,6 +277,7 @@ def resolve_config(
         ("store.name", store, "flag --store"),
         ("permission.mode", permission_mode, "flag --permission-mode"),
         ("system_prompt", system_prompt, "flag --system-prompt"),
+        ("engine.name", engine, "flag --engine"),
     ]
     for dotted, value, source in flags:
         if value is not None and value != "":

@@ -8,13 +8,12 @@ taken effect"), so no effect is hidden and none is run again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from avo.events import AgentEvent, EventType
-from avo.models import ToolCall, utc_now
+from avo.models import ToolCall
 from avo.runtime_persistence import record_tool_result
 from avo.tools import failed_result
 
@@ -50,7 +49,8 @@ async def abandon_open_calls(
             f"the tool call did not finish: {why}; it may have partly taken effect, "
             "so check before running it again"
         )
-        result = failed_result(call, error, min(started_at, utc_now()), time.perf_counter())
+        started = min(started_at, rt.clock())
+        result = failed_result(call, error, started, rt.timer(), clock=rt.clock, timer=rt.timer)
         await record_tool_result(rt, ctx, result)
         closed.append(call.tool_call_id)
     return closed

@@ -4,13 +4,14 @@ A run that needs a person (an approval the permission rules ask for, or a
 question from an ``asks_human`` tool) records a HUMAN_INPUT_REQUESTED event
 and pauses; the process may exit. These functions answer it from anywhere
 that shares the store (the CLI's ``avo runs approve|deny|answer``, the chat
-REPL, the web UI, a Temporal activity): each records one
-HUMAN_INPUT_RECEIVED event while holding the run's lease, so two people
-answering at once cannot both win. Continuing the run is a resume
-(:meth:`AgentRuntime.resume`, :func:`avo.ops.resume`, ``avo runs resume``),
-which applies the answers: an approved call runs, a denied one gets the
-reason as its result (the model reads it), a reply becomes a question's
-result.
+REPL, the web UI): each records one HUMAN_INPUT_RECEIVED event while
+holding the run's lease, so two people answering at once cannot both win.
+Continuing the run is a resume (:meth:`AgentRuntime.resume`,
+:func:`avo.ops.resume`, ``avo runs resume``), which applies the answers: an
+approved call runs, a denied one gets the reason as its result (the model
+reads it), a reply becomes a question's result. A run an engine drives (a
+Temporal workflow) gets the checked answers as a signal instead: its driver
+records them and continues the run by itself.
 
 A request past its ``expires_at`` can no longer be answered; resuming the
 run records it as denied ("expired"), as the run's policy says.
@@ -24,9 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from avo.approval import Answer, AnswerKind, HumanRequest, RequestKind
+from avo.engines import engine_record
 from avo.events import AgentEvent, EventType, RunLogState
 from avo.exceptions import ApprovalError, RunNotFoundError
 from avo.models import utc_now
+from avo.ops._engine import relay
 from avo.ops.leases import holding_lease
 from avo.redaction import Redactor
 from avo.state import RunState, is_terminal
@@ -187,7 +190,9 @@ async def answer_requests(
 
     Raises :class:`ApprovalError` (nothing recorded) when the run is not paused,
     a call has no open request, a request expired, or an answer does not fit
-    its request (a reply to an approval, a text outside the choices).
+    its request (a reply to an approval, a text outside the choices). For a
+    run an engine drives (avo.engines) the checked answers are relayed to the
+    engine as a signal: its driver records them and continues the run.
     """
     redactor = Redactor(environ=environ)
     async with holding_lease(store, run_id, owner=owner, doing="answer") as writer:
@@ -211,6 +216,11 @@ async def answer_requests(
                     tool_call_id=request.tool_call_id,
                 )
             planned.append((request, _payload(request, answer, redactor, via)))
+        record = engine_record(events)
+        if record is not None:  # its driver records them (it is the run's only writer)
+            given = {request.tool_call_id: payload for request, payload in planned}
+            await relay(record, run_id, "answer", {"answers": given}, environ=environ)
+            return [request for request, _ in planned]
         for _, payload in planned:
             event = AgentEvent(
                 run_id=run_id,

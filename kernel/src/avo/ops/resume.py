@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from avo.compose._record import recorded_composition
+from avo.engines import engine_record
 from avo.events import RunLogState
 from avo.exceptions import (
     AvoError,
@@ -115,6 +116,7 @@ async def resume(
     fail_open_tool_calls: bool = False,
     owner: str | None = None,
     on_composed: Callable[[Composition], None] | None = None,
+    on_event: Callable[[Any], None] | None = None,
 ) -> RunResult:
     """Resume ``run_id`` with the runtime recorded in its first event.
 
@@ -127,6 +129,10 @@ async def resume(
     :param answerer: asks a person right away when the run pauses for one (a
         terminal prompt); :param answers: answers to record first (by call id),
         as :meth:`AgentRuntime.resume` takes them.
+
+    A run an engine drives (:mod:`avo.engines`) is resumed by that engine: the
+    resume (or the answers) is relayed to it as a signal, and this follows the
+    run in the store (``on_event`` sees each new event) until it ends or pauses.
     """
     from avo.compose import compose
 
@@ -137,6 +143,12 @@ async def resume(
         raise RunAlreadyTerminalError(
             f"run {run_id} already finished ({run.state.value}); there is nothing to resume",
             run_id=run_id,
+        )
+    events = await store.get_events(run_id)
+    record = engine_record(events)
+    if record is not None:
+        return await _resume_through_engine(
+            store, run_id, record, events, environ, answers, fail_open_tool_calls, on_event
         )
     async with holding_lease(store, run_id, owner=owner, doing="resume") as writer:
         resolved, recorded_workspace = await recorded_config(
@@ -167,6 +179,30 @@ async def resume(
                     tool_call_ids=exc.tool_call_ids,
                 ) from None
             raise
+
+
+async def _resume_through_engine(
+    store: Any,
+    run_id: str,
+    record: dict[str, Any],
+    events: list[Any],
+    environ: Mapping[str, str] | None,
+    answers: Mapping[str, Any] | None,
+    fail_open_tool_calls: bool,
+    on_event: Callable[[Any], None] | None,
+) -> RunResult:
+    from avo.approval import Answer
+    from avo.ops._engine import follow, relay
+    from avo.ops.approval import answer_requests
+
+    if answers:
+        given = {key: Answer.coerce(value) for key, value in answers.items()}
+        await answer_requests(store, run_id, given, environ=environ)
+    else:
+        payload = {"fail_open_tool_calls": fail_open_tool_calls}
+        await relay(record, run_id, "resume", payload, environ=environ)
+    after = events[-1].sequence if events else 0
+    return await follow(store, run_id, after=after, on_event=on_event)
 
 
 __all__ = ["NO_RECORD", "recorded_config", "resume"]

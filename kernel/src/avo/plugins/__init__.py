@@ -15,6 +15,7 @@ from avo.plugins.specs import (
     PLUGIN_API_VERSION,
     BundleSpec,
     CommandSpec,
+    EngineSpec,
     HookPluginSpec,
     MemorySpec,
     ModelInfo,
@@ -45,6 +46,7 @@ SHAPER_GROUP = "avo.shapers"
 BUNDLE_GROUP = "avo.bundles"
 SLASH_COMMAND_GROUP = "avo.slash_commands"
 MEMORY_GROUP = "avo.memory"
+ENGINE_GROUP = "avo.engines"
 
 GROUP_OF_KIND: dict[str, str] = {
     "provider": PROVIDER_GROUP,
@@ -59,6 +61,7 @@ GROUP_OF_KIND: dict[str, str] = {
     "bundle": BUNDLE_GROUP,
     "slash_command": SLASH_COMMAND_GROUP,
     "memory": MEMORY_GROUP,
+    "engine": ENGINE_GROUP,
 }
 ALL_GROUPS: tuple[str, ...] = tuple(GROUP_OF_KIND.values())
 
@@ -83,6 +86,7 @@ __all__ = [
     "ALL_GROUPS",
     "BUNDLE_GROUP",
     "COMMAND_GROUP",
+    "ENGINE_GROUP",
     "GROUP_OF_KIND",
     "HOOK_GROUP",
     "HOOK_OF_KIND",
@@ -99,6 +103,7 @@ __all__ = [
     "TOOL_GROUP",
     "BundleSpec",
     "CommandSpec",
+    "EngineSpec",
     "HookPluginSpec",
     "MemorySpec",
     "NotifierSpec",

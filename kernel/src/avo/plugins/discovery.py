@@ -38,6 +38,7 @@ _GROUPS = {
     "avo.bundles": "bundle",
     "avo.slash_commands": "slash_command",
     "avo.memory": "memory",
+    "avo.engines": "engine",
 }
 
 

@@ -60,8 +60,9 @@ RESERVED_KINDS: frozenset[str] = frozenset({"command"})
 the user; it is ignored and reported (:attr:`PluginManager.shadowed`)."""
 
 KINDS: tuple[str, ...] = tuple(HOOK_OF_KIND)
-_FRONT_END_KINDS: frozenset[str] = frozenset({"command", "slash_command"})
-"""Kinds a front end uses, not a run: left out of the plugin set a run records."""
+_FRONT_END_KINDS: frozenset[str] = frozenset({"command", "slash_command", "engine"})
+"""Kinds a front end uses, not a run: left out of the plugin set a run records (an
+engine decides where a run is driven, never what it does)."""
 _FALSE = {"0", "false", "no", "off"}
 
 
