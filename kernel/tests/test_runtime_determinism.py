@@ -137,3 +137,21 @@ async def test_a_pause_and_a_resume_with_an_answer_are_deterministic_too() -> No
         assert result.status.value == "completed"
         logs.append(await _log(store, "run-1"))
     assert logs[0] == logs[1]
+
+
+async def test_derive_builds_a_sibling_with_other_parts() -> None:
+    policy = LoopPolicy(max_steps=7)
+    original = AgentRuntime(provider=scripted(answer("one")), policy=policy)
+    original.composition = {"provider": {"name": "fake"}}
+    original.engine = {"name": "relay", "settings": {}}
+    store = InMemoryEventStore()
+    sibling = original.derive(provider=scripted(answer("two")), event_store=store)
+    assert sibling.policy is policy
+    assert sibling.event_store is store
+    assert sibling.composition == {"provider": {"name": "fake"}}
+    assert sibling.engine == {"name": "relay", "settings": {}}
+    result = await sibling.run("go")
+    assert result.output == "two"
+    assert await original.event_store.get_run(result.run_id) is None
+    with pytest.raises(TypeError, match="unknown arguments \\['provder'\\]"):
+        original.derive(provder=None)

@@ -122,6 +122,8 @@ class AgentRuntime:
         media_fallback: str = "refuse",
         blob_store: Any | None = None,
     ) -> None:
+        # What this runtime was built from, so ``derive`` can build a sibling.
+        self._arguments: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         self.provider = provider
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         self.policy = policy or LoopPolicy()
@@ -202,6 +204,26 @@ class AgentRuntime:
         self.media_fallback = media_fallback
         self._blob_store = blob_store
         self._blob_cache: Any = None
+
+    def derive(self, **overrides: Any) -> AgentRuntime:
+        """A new runtime built from this one's constructor arguments, ``overrides`` replacing some.
+
+        For a driver that runs the same configuration through other parts: an
+        engine's workflow keeps the policy, permissions, hooks and plugins and
+        swaps in a provider, tools and store that reach the real ones remotely.
+        ``composition`` and ``engine`` carry over; the seams (``clock``,
+        ``sleep``, ``call_ids``, ``event_ids``, ``timer``, ``random``) do not
+        unless given as constructor arguments (``clock``, ``sleep``).
+        """
+        unknown = sorted(set(overrides) - set(self._arguments))
+        if unknown:
+            known = ", ".join(sorted(self._arguments))
+            raise TypeError(f"derive() got unknown arguments {unknown}; it takes: {known}")
+        made = type(self)(**{**self._arguments, **overrides})
+        if "composition" not in overrides:
+            made.composition = self.composition
+        made.engine = self.engine
+        return made
 
     def _configure_seam(
         self, shapers: Iterable[Any], bundles: Iterable[Any], window: int | ContextWindow | None
