@@ -41,6 +41,18 @@ class StoreReads:
         )
         return [decode_record(row["record"]) for row in rows]
 
+    async def query_runs(self, query: Any) -> Any:
+        """One page of the runs matching ``query`` (an ``avo.storage.queries.RunQuery``)."""
+        from avo_postgres.run_queries import query_page
+
+        return await self._read("listing runs", lambda conn: query_page(conn, query))
+
+    async def run_facet_values(self) -> Any:
+        """Providers, models, tools and stop reasons of the newest runs (for filter pickers)."""
+        from avo_postgres.run_queries import facet_sample
+
+        return await self._read("listing runs", facet_sample)
+
     async def get_events(self, run_id: str) -> list[AgentEvent]:
         """The run's events in ascending sequence ([] for an unknown run)."""
         rows = await self._read(
