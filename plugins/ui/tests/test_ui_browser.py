@@ -69,6 +69,8 @@ def test_list_follow_approve_compare_start(
     page.wait_for_selector(".runhead[data-live='no']")  # reloaded once the stream ended
     page.wait_for_load_state()
     assert page.locator("#run-state").inner_text() == "completed"
+    # priced as avo cost does ([pricing] in avo.toml): 5,065 in x $3/M + 230 out x $15/M
+    assert "$0.0186" in page.locator(".facts").inner_text()
     assert "nothing else touched" in page.locator(".item.k-end").inner_text()
     assert (workspace.root / "notes.md").read_text() == "alpha\nBETA\ngamma\n"
     assert page.locator(".item.k-approved:has-text('approved by web via web')").count() == 1

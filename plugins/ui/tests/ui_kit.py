@@ -63,6 +63,10 @@ allow = ["run_shell"]
 [provider]
 name = "fake"
 {STEPS}
+[pricing."fake/fake"]
+input = 3.0
+output = 15.0
+
 [store]
 location = "runs.db"
 """

@@ -43,6 +43,14 @@ POLL_SECONDS = 0.25
 FACETS_TTL = 60.0
 
 
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("avo_ui", "templates"), autoescape=select_autoescape(["html"])
+    )
+    env.filters["usd"] = timeline.usd
+    return env
+
+
 @dataclass
 class UI:
     """What the handlers share: the store, the guard, where new runs work."""
@@ -55,14 +63,9 @@ class UI:
     tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     _facets: tuple[float, Any] | None = None
+    _prices: Any = None
     _refresh: asyncio.Task[None] | None = None
-    templates: Environment = field(
-        default_factory=lambda: Environment(
-            loader=PackageLoader("avo_ui", "templates"),
-            autoescape=select_autoescape(["html"]),
-            enable_async=False,
-        )
-    )
+    templates: Environment = field(default_factory=lambda: _environment())
 
     async def facet_values(self) -> Any:
         """The filter pickers' values, gathered at most once a minute (stale while refreshing)."""
@@ -79,6 +82,41 @@ class UI:
 
             self._refresh = asyncio.get_running_loop().create_task(refresh())
         return self._facets[1]
+
+    @property
+    def prices(self) -> Any:
+        """The price book ``avo cost`` uses: [pricing], flat rates, the plugins' catalogs."""
+        if self._prices is None:
+            from avo.plugins.manager import PluginManager
+            from avo.pricing import price_book
+
+            pricing: Any = None
+            budget: Any = None
+            try:
+                from avo.compose.resolve import resolve_config
+
+                resolved = resolve_config(self.config, environ=self.environ, cwd=self.workspace)
+                config = resolved.config
+                pricing, budget = config.pricing, config.budget
+            except AvoError:
+                pass  # no usable avo.toml here: the catalogs still price known models
+            manager = PluginManager(environ=self.environ)
+            self._prices = price_book(
+                pricing=pricing, budget=budget, environ=self.environ, manager=manager
+            )
+        return self._prices
+
+    def run_cost(self, summary: Any) -> Any:
+        """USD of a listed run's tokens (None when none of its models has a price)."""
+        from avo.models import TokenUsage
+
+        total = None
+        for entry in summary.facets.models.values():
+            usage = TokenUsage(input_tokens=entry.input_tokens, output_tokens=entry.output_tokens)
+            cost = self.prices.cost(entry.provider, entry.model, usage)
+            if cost is not None:
+                total = cost.total if total is None else total + cost.total
+        return total
 
     def render(self, name: str, request: Request, status: int = 200, **values: Any) -> HTMLResponse:
         page = self.templates.get_template(name).render(
@@ -134,6 +172,7 @@ async def runs_page(request: Request) -> Response:
         "runs.html",
         request,
         page=page,
+        costs={row.run_id: ui.run_cost(row) for row in page.runs},
         shown=shown,
         facets=facets,
         states=[s.value for s in RunState],
@@ -172,7 +211,7 @@ async def run_page(request: Request) -> Response:
     events = await ui.store.get_events(run_id)
     open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
     show_all = request.query_params.get("all") == "1"
-    built = timeline.build(events, open_calls, quiet=show_all)
+    built = timeline.build(events, open_calls, quiet=show_all, prices=ui.prices)
     return ui.render(
         "run.html",
         request,
@@ -216,7 +255,7 @@ async def run_stream(request: Request) -> Response:
             fresh = [e for e in events if e.sequence > seen]
             if fresh:
                 open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
-                builder = timeline.Builder(open_calls)
+                builder = timeline.Builder(open_calls, prices=ui.prices)
                 for event in events:
                     item = builder.add(event)
                     if event.sequence > seen and item is not None:

@@ -13,11 +13,15 @@ from avo.exceptions import RunNotFoundError
 from avo_ui import timeline
 from avo_ui.app import _ui
 
+Series = dict[str, list[tuple[int, float]]]
 
-def _usage_points(events: list[Any]) -> dict[str, list[tuple[int, int]]]:
-    """Cumulative tokens per model after each model call (for the compare chart)."""
-    totals: dict[str, int] = {}
-    points: dict[str, list[tuple[int, int]]] = {}
+
+def _series(events: list[Any], prices: Any) -> tuple[Series, Series]:
+    """Cumulative tokens and USD per model after each model call (for the compare charts)."""
+    from avo.models import TokenUsage
+
+    tokens: Series = {}
+    costs: Series = {}
     for event in events:
         if event.event_type.value != "model_responded":
             continue
@@ -25,9 +29,16 @@ def _usage_points(events: list[Any]) -> dict[str, list[tuple[int, int]]]:
         label = f"{payload.get('provider', '?')}/{payload.get('model', '?')}"
         usage = payload.get("usage") or {}
         used = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-        totals[label] = totals.get(label, 0) + used
-        points.setdefault(label, []).append((event.sequence, totals[label]))
-    return points
+        so_far = tokens.setdefault(label, [])
+        so_far.append((event.sequence, (so_far[-1][1] if so_far else 0) + used))
+        try:
+            priced = prices.cost(payload.get("provider"), payload.get("model"), TokenUsage(**usage))
+        except (TypeError, ValueError):
+            priced = None
+        if priced is not None:
+            spent = costs.setdefault(label, [])
+            spent.append((event.sequence, (spent[-1][1] if spent else 0.0) + float(priced.total)))
+    return tokens, costs
 
 
 async def compare_page(request: Request) -> Response:
@@ -49,12 +60,15 @@ async def compare_page(request: Request) -> Response:
     ):
         run = await ui.store.get_run(run_id)
         events = await ui.store.get_events(run_id)
+        tokens, costs = _series(events, ui.prices)
         sides.append(
             {
                 "run": run,
-                "tl": timeline.build(events),
+                "tl": timeline.build(events, prices=ui.prices),
                 "mark": mark,
-                "usage": _usage_points(events),
+                "tokens": tokens,
+                "costs": costs,
+                "last": max((e.sequence for e in events), default=1),
             }
         )
     return ui.render(

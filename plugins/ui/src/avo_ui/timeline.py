@@ -13,6 +13,7 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -22,6 +23,15 @@ from avo.events import AgentEvent, EventType
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 RESULT_LIMIT = 4000
+
+
+def usd(amount: Decimal | None) -> str:
+    """``$0.0123`` (four significant places for small amounts), ``—`` for None."""
+    if amount is None:
+        return "—"
+    if amount >= 1:
+        return f"${amount:,.2f}"
+    return f"${amount:.4f}" if amount >= Decimal("0.0001") else f"${amount:.6f}"
 
 
 def markdown(text: str) -> Markup:
@@ -70,6 +80,10 @@ class Timeline:
     tools: list[str] = field(default_factory=list)
     last_sequence: int = 0
     open_calls: list[str] = field(default_factory=list)
+    cost: Decimal | None = None
+    """USD of the priced model calls (None when none was priced)."""
+    unpriced: int = 0
+    """Model calls without a price."""
 
 
 def _diff_lines(before: str, after: str, path: str) -> list[tuple[str, str]]:
@@ -90,8 +104,11 @@ def _diff_lines(before: str, after: str, path: str) -> list[tuple[str, str]]:
 class Builder:
     """Folds events into items, remembering what it needs across events (file contents)."""
 
-    def __init__(self, open_calls: Iterable[str] = (), *, quiet: bool = False) -> None:
+    def __init__(
+        self, open_calls: Iterable[str] = (), *, quiet: bool = False, prices: Any = None
+    ) -> None:
         self.quiet = quiet
+        self.prices = prices
         self.files: dict[str, str] = {}
         self.calls: dict[str, tuple[str, Mapping[str, Any]]] = {}
         self.open_calls = set(open_calls)
@@ -160,6 +177,9 @@ class Builder:
         meta.append(f"{usage.get('input_tokens', 0)} in · {usage.get('output_tokens', 0)} out")
         if p.get("duration_ms") is not None:
             meta.append(f"{float(p['duration_ms']):.0f} ms")
+        cost = self._cost(p, usage)
+        if cost is not None:
+            meta.append(usd(cost))
         if response.get("finish_reason"):
             meta.append(str(response["finish_reason"]))
         if p.get("attempt"):
@@ -177,6 +197,23 @@ class Builder:
             meta=meta,
             **base,
         )
+
+    def _cost(self, p: Mapping[str, Any], usage: Mapping[str, Any]) -> Decimal | None:
+        if self.prices is None or not isinstance(usage, Mapping):
+            return None
+        from avo.models import TokenUsage
+
+        try:
+            tokens = TokenUsage.model_validate(dict(usage))
+        except ValueError:
+            return None
+        priced = self.prices.cost(p.get("provider"), p.get("model"), tokens)
+        if priced is None:
+            self.timeline.unpriced += 1
+            return None
+        total = self.timeline.cost
+        self.timeline.cost = priced.total if total is None else total + priced.total
+        return Decimal(priced.total)
 
     def failed_model(self, p: Mapping[str, Any], base: dict[str, Any]) -> Item:
         meta = [f"attempt {p['attempt']}"] if p.get("attempt") else []
@@ -375,13 +412,17 @@ _HANDLERS: dict[EventType, Any] = {
 
 
 def build(
-    events: Iterable[AgentEvent], open_calls: Iterable[str] = (), *, quiet: bool = False
+    events: Iterable[AgentEvent],
+    open_calls: Iterable[str] = (),
+    *,
+    quiet: bool = False,
+    prices: Any = None,
 ) -> Timeline:
     """The timeline of ``events`` (``open_calls``: requests still waiting for a person).
 
     ``quiet``: also rows for state changes and checkpoints (left out by default).
     """
-    return Builder(open_calls, quiet=quiet).add_all(events)
+    return Builder(open_calls, quiet=quiet, prices=prices).add_all(events)
 
 
-__all__ = ["Builder", "Item", "Timeline", "build", "markdown", "pretty_json", "short_json"]
+__all__ = ["Builder", "Item", "Timeline", "build", "markdown", "pretty_json", "short_json", "usd"]
