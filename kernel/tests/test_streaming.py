@@ -509,3 +509,17 @@ async def test_runtime_streaming_records_the_same_responses_as_generate() -> Non
     generated, _ = await run(stream=False)
     assert streamed == generated
     assert "".join(pieces) == "final answer"
+
+
+def test_a_call_cut_off_at_the_output_limit_says_so() -> None:
+    assembler = StreamAssembler()
+    assembler.feed(ModelChunk(tool_call_delta={"name": "write", "arguments": '{"text": "abc'}))
+    assembler.feed(ModelChunk(finish_reason="length"))
+    with pytest.raises(ProviderError) as info:
+        assembler.build()
+    assert str(info.value) == (
+        "Streamed tool call 'write' was cut off at the output-token limit "
+        "(finish_reason=length) after 13 characters of arguments; "
+        "raise the provider's output-token limit"
+    )
+    assert info.value.retryable is False

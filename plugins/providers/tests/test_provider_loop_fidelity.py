@@ -334,3 +334,24 @@ async def test_exhausted_retries_name_the_vendor_and_status() -> None:
         "rate_limit_exceeded: Rate limit reached, slow down (retry after 0s)"
     )
     assert len(server.requests) == 4
+
+
+@STREAM
+async def test_a_tool_call_cut_off_at_the_output_limit_says_so(stream: bool) -> None:
+    wire = OpenAIWire()
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "look", "arguments": '{"key": "a very long'},
+    }
+    if stream:
+        events: list[tuple[str | None, Any]] = [(None, wire._chunk({"tool_calls": [call]}))]
+        reply = ScriptedResponse.sse(events + wire._tail("length", USAGE))
+    else:
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        reply = ScriptedResponse.json(wire._completion(message, "length", USAGE))
+    result, _, server, journal = await drive(FAMILIES[0], [reply], stream)
+    assert result.status is RunState.FAILED and journal.lines == []
+    assert "'look' was cut off at the output-token limit (finish_reason=length)" in result.error
+    assert result.error.endswith("raise the provider's output-token limit")
+    assert len(server.requests) == 1  # not retried: the same request would be cut again

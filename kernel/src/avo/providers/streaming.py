@@ -322,7 +322,8 @@ class StreamAssembler:
         finish = finish_reason_of(self.finish_reason)
         blocks = list(self._blocks)
         if self._calls:
-            calls = [self._build_call(self._calls[index]) for index in sorted(self._calls)]
+            cut = finish is FinishReason.LENGTH
+            calls = [self._build_call(self._calls[index], cut) for index in sorted(self._calls)]
             if self.response_id is not None:
                 return ModelResponse(
                     response_id=self.response_id,
@@ -348,7 +349,8 @@ class StreamAssembler:
         )
 
     @staticmethod
-    def _build_call(buffer: _CallBuffer) -> ToolCall:
+    def _build_call(buffer: _CallBuffer, cut: bool = False) -> ToolCall:
+        """The call ``buffer`` holds (``cut``: the stream ended at the output-token limit)."""
         if not buffer.name:
             raise ProviderError("Streamed tool call is missing a name.", retryable=False)
         arguments: dict[str, JsonValue]
@@ -357,6 +359,13 @@ class StreamAssembler:
             try:
                 parsed = json.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
+                if cut:
+                    raise ProviderError(
+                        f"Streamed tool call {buffer.name!r} was cut off at the output-token "
+                        f"limit (finish_reason=length) after {len(raw)} characters of "
+                        "arguments; raise the provider's output-token limit",
+                        retryable=False,
+                    ) from None
                 raise ProviderError(
                     f"Streamed tool call {buffer.name!r} has invalid JSON arguments "
                     f"({exc.msg} at position {exc.pos}): {_brief(raw)!r}",

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from avo.exceptions import ProviderError
 from avo.models import FinishReason, ModelRequest, ModelResponse, TokenUsage, ToolCall, new_id
 from avo_providers.base_http import HTTPProvider
 from avo_providers.http_common import (
@@ -270,7 +271,17 @@ def parse_openai_response(
     for raw in message.get("tool_calls") or []:
         function = raw.get("function") or {}
         name = require_tool_name(vendor, function.get("name"))
-        arguments = parse_tool_arguments(vendor, function.get("arguments"), name)
+        try:
+            arguments = parse_tool_arguments(vendor, function.get("arguments"), name)
+        except ProviderError:
+            if finish is not FinishReason.LENGTH:
+                raise
+            raise malformed(
+                vendor,
+                f"tool call {name!r} was cut off at the output-token limit "
+                "(finish_reason=length) before its arguments were complete; "
+                "raise the provider's output-token limit",
+            ) from None
         if raw.get("id"):
             calls.append(ToolCall(tool_call_id=str(raw["id"]), name=name, arguments=arguments))
         else:
