@@ -102,6 +102,17 @@ def test_list_follow_approve_compare_start(
     assert page.locator(".count").inner_text() == "1 run"
     page.goto(served.url + "/?tool=run_shell")
     assert page.locator("table.runs tbody tr").count() == 1
+    # cost ($0.0186 and $0.0084 at the workspace's [pricing]) and date filters
+    page.goto(served.url + "/?min_cost=0.01")
+    assert page.locator(f"input.pick[value='{live_id}']").count() == 1
+    assert page.locator("table.runs tbody tr").count() == 1
+    page.goto(served.url + "/?max_cost=0.01&min_cost=0.001")
+    assert page.locator(f"input.pick[value='{quick['run_id']}']").count() == 1
+    today = quick["created_at"][:10]
+    page.goto(served.url + f"/?from={today}&to={today}")
+    assert page.locator("table.runs tbody tr input.pick").count() == 2
+    page.goto(served.url + "/?to=2001-01-01")
+    assert page.locator("table.runs tbody tr input.pick").count() == 0
 
     # the plugins page lists what is installed
     page.goto(served.url + "/plugins")

@@ -122,6 +122,10 @@ def test_bad_input_gets_a_clear_answer(workspace: Workspace) -> None:
         assert status == 400 and "sleeping" in body
         status, _, body = _request(server.url, "/?cursor=garbage")
         assert status == 400 and "cursor" in body
+        status, _, body = _request(server.url, "/?from=yesterday")
+        assert status == 400 and "use YYYY-MM-DD" in body
+        status, _, body = _request(server.url, "/?min_cost=-1")
+        assert status == 400 and "is not an amount" in body
         done = workspace.avo("ui", "--workspace", "/no/such/dir", check=False)
         assert done.returncode == 2 and "--workspace /no/such/dir" in done.stderr
     finally:

@@ -11,6 +11,8 @@ import json
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -133,19 +135,51 @@ def _ui(request: Request) -> UI:
 # ---------------------------------------------------------------------- runs list
 
 
-def _query(request: Request) -> tuple[RunQuery, dict[str, str]]:
+def _day(value: str, name: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise HTTPException(400, f"{name}={value!r} is not a date; use YYYY-MM-DD") from exc
+
+
+def _usd(value: str, name: str) -> Decimal | None:
+    if not value:
+        return None
+    try:
+        amount = Decimal(value)
+    except InvalidOperation as exc:
+        raise HTTPException(400, f"{name}={value!r} is not an amount; use USD like 0.25") from exc
+    if not amount.is_finite() or amount < 0:
+        raise HTTPException(400, f"{name}={value!r} is not an amount; use USD like 0.25")
+    return amount
+
+
+def _query(
+    request: Request, ui: UI, models: list[tuple[str, str]]
+) -> tuple[RunQuery, dict[str, str]]:
     params = request.query_params
-    shown = {
-        k: params[k]
-        for k in ("q", "state", "reason", "provider", "model", "tool", "session")
-        if params.get(k)
-    }
+    keys = ("q", "state", "reason", "provider", "model", "tool", "session", "from", "to")
+    shown = {k: params[k] for k in (*keys, "min_cost", "max_cost") if params.get(k)}
     try:
         states = tuple(RunState(s) for s in params.getlist("state") if s)
         reasons = tuple(StopReason(s) for s in params.getlist("reason") if s)
         limit = int(params.get("limit", "50"))
     except ValueError as exc:
         raise HTTPException(400, f"bad filter: {exc}; pick a value from the list") from exc
+    until = _day(params.get("to", ""), "to")
+    min_cost = _usd(params.get("min_cost", ""), "min_cost")
+    max_cost = _usd(params.get("max_cost", ""), "max_cost")
+    rates: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
+    if min_cost is not None or max_cost is not None:
+        wanted = {*models}
+        if params.get("provider") and params.get("model"):
+            wanted.add((params["provider"], params["model"]))
+        for provider, model in wanted:
+            found, _ = ui.prices.lookup(provider, model)
+            if found is not None:
+                rates[(provider, model)] = found.per_1k()
     query = RunQuery(
         text=params.get("q") or None,
         states=states,
@@ -154,6 +188,11 @@ def _query(request: Request) -> tuple[RunQuery, dict[str, str]]:
         model=params.get("model") or None,
         tool=params.get("tool") or None,
         session_id=params.get("session") or None,
+        created_after=_day(params.get("from", ""), "from"),
+        created_before=until + timedelta(days=1) if until is not None else None,
+        min_cost=min_cost,
+        max_cost=max_cost,
+        rates=rates,
         limit=max(1, min(limit, MAX_PAGE)),
         cursor=params.get("cursor") or None,
     )
@@ -162,9 +201,9 @@ def _query(request: Request) -> tuple[RunQuery, dict[str, str]]:
 
 async def runs_page(request: Request) -> Response:
     ui = _ui(request)
-    query, shown = _query(request)
-    page = await query_runs(ui.store, query)
     facets = await ui.facet_values()
+    query, shown = _query(request, ui, facets.models)
+    page = await query_runs(ui.store, query)
     next_link = None
     if page.next_cursor:
         next_link = "/?" + urlencode({**shown, "cursor": page.next_cursor})
