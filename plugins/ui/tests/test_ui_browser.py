@@ -63,9 +63,17 @@ def test_list_follow_approve_compare_start(
     assert "approve write_file?" in text and "+BETA" in text and "-Beta" in text
     assert (workspace.root / "notes.md").read_text() == "alpha\nBeta\ngamma\n"
     page.screenshot(path=str(shots / "run-approval.png"), full_page=True, animations="disabled")
+    # the runs list in another tab shows it waiting, and follows it once approved
+    listing = _page(chromium)
+    listing.goto(served.url + "/")
+    badge = f"tr[data-run='{live_id}'] .badge"
+    assert listing.locator(badge).inner_text() == "waiting"
     page.fill("form.decide input[name=reason]", "looks right")
     page.click("form.decide button.approve")
     page.wait_for_selector(".item.k-end:has-text('run completed')")
+    listing.wait_for_selector(f"{badge}.completed")  # no reload: the row polls /runs.json
+    assert listing.locator(f"tr[data-run='{live_id}'] [data-field=steps]").inner_text() == "5"
+    listing.close()
     page.wait_for_selector(".runhead[data-live='no']")  # reloaded once the stream ended
     page.wait_for_load_state()
     assert page.locator("#run-state").inner_text() == "completed"

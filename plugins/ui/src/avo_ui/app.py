@@ -323,6 +323,27 @@ async def run_stream(request: Request) -> Response:
     )
 
 
+async def runs_status(request: Request) -> Response:
+    """State, activity, steps and tokens of up to 100 runs (``?id=...&id=...``): live list rows."""
+    ui = _ui(request)
+    answer = {}
+    for run_id in request.query_params.getlist("id")[:100]:
+        run = await ui.store.get_run(run_id)
+        if run is None:
+            continue
+        waiting = run.state is RunState.PAUSED and bool(
+            open_requests(run_id, await ui.store.get_events(run_id))
+        )
+        answer[run_id] = {
+            "state": run.state.value,
+            "label": "waiting" if waiting else run.state.value,
+            "terminal": is_terminal(run.state),
+            "steps": run.steps,
+            "tokens": run.token_usage.total_tokens,
+        }
+    return JSONResponse(answer)
+
+
 async def event_raw(request: Request) -> Response:
     ui = _ui(request)
     run_id = request.path_params["run_id"]
@@ -380,6 +401,7 @@ def create_app(
     routes = [
         Route("/", runs_page),
         Route("/runs", actions.start_run, methods=["POST"]),
+        Route("/runs.json", runs_status),
         Route("/runs/{run_id}", run_page),
         Route("/runs/{run_id}/stream", run_stream),
         Route("/runs/{run_id}/events.json", events_raw),

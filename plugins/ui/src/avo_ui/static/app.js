@@ -64,6 +64,33 @@
     });
   }
 
+  // the runs list: rows of runs not finished follow their state every 2 s
+  function followRows() {
+    var rows = document.querySelectorAll("tr[data-follow=yes]");
+    if (!rows.length) return;
+    var timer = window.setInterval(function () {
+      var open = document.querySelectorAll("tr[data-follow=yes]");
+      if (!open.length) { window.clearInterval(timer); return; }
+      var query = Array.prototype.map.call(open, function (row) {
+        return "id=" + encodeURIComponent(row.dataset.run);
+      }).join("&");
+      fetch("/runs.json?" + query, { credentials: "same-origin" })
+        .then(function (r) { return r.json(); })
+        .then(function (runs) {
+          Array.prototype.forEach.call(open, function (row) {
+            var s = runs[row.dataset.run];
+            if (!s) return;
+            var badge = row.querySelector("[data-field=label]");
+            badge.textContent = s.label;
+            badge.className = "badge " + s.state;
+            row.querySelector("[data-field=steps]").textContent = s.steps;
+            row.querySelector("[data-field=tokens]").textContent = Number(s.tokens).toLocaleString("en");
+            if (s.terminal) row.dataset.follow = "no";
+          });
+        });
+    }, 2000);
+  }
+
   function confirms() {
     document.addEventListener("submit", function (ev) {
       var text = ev.target.dataset && ev.target.dataset.confirm;
@@ -76,6 +103,7 @@
     if (head && head.dataset.live === "yes") follow(head);
     rawToggles();
     comparePicks();
+    followRows();
     confirms();
   });
 })();
