@@ -125,8 +125,8 @@ def test_pyproject_tool_avo_table(tmp_path: Path) -> None:
         (
             'provder = "fake"\n',
             r"avo.toml: unknown key 'provder'; known keys: budget, bundles, context, engine, "
-            r"hooks, instructions, mcp, memory, notifiers, permission, plugins, policy, pricing, "
-            r"provider",
+            r"hooks, instructions, mcp, media, memory, notifiers, permission, plugins, policy, "
+            r"pricing, provider",
         ),
         ('[provider]\nname = "nope"\n', r"provider.name: unknown provider 'nope'; available: fake"),
         (

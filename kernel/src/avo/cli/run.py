@@ -69,6 +69,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where the run is driven: here (in-process, the default) or an engine's workers "
         "([engine] name, AVO_ENGINE); the command follows the run either way",
     )
+    parser.add_argument(
+        "--attach",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="send files with the task: PNG/JPEG/GIF/WebP images, PDFs, text files",
+    )
     add_session_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
@@ -89,6 +97,15 @@ def read_task(text: str, stdin: Any = None) -> str:
             'TODOs in src/" (or pipe it in with avo run -)'
         )
     return text.strip()
+
+
+def _attachments(files: list[str]) -> list[Any]:
+    """The content blocks of ``--attach`` files (ConfigError naming a bad one)."""
+    if not files:
+        return []
+    from avo.content_blocks import attachment
+
+    return [attachment(path) for path in files]
 
 
 def _resolve(args: argparse.Namespace) -> Any:
@@ -121,10 +138,17 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
     from avo.models import new_id
     from avo.ops.leases import holding_lease, owner_name
 
+    attachments = _attachments(args.attach)  # a bad file fails before anything starts
     config = _resolve(args)
     engine = _engine(config)
     if engine is not None and engine.remote:
         from avo.cli._engine_run import submit_and_follow
+
+        if attachments:
+            raise AvoError(
+                f"--attach works with runs driven here, not on the {engine.name!r} engine's "
+                "workers yet; drop --engine (or [engine]) to attach files"
+            )
 
         return await submit_and_follow(args, task, config, engine)
     quiet = args.quiet or args.json
@@ -162,6 +186,7 @@ async def _drive(args: argparse.Namespace, task: str) -> int:
                     system_prompt=config.config.system_prompt,
                     run_id=run_id,
                     session_id=session_id,
+                    attachments=attachments,
                 )
         if streamed and not streamed[-1].endswith("\n"):
             print()

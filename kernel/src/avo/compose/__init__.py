@@ -279,6 +279,22 @@ def _manager(resolved: ResolvedConfig, env: Mapping[str, str]) -> PluginManager:
     )
 
 
+def _media_fallback(resolved: Any) -> str:
+    """``[media] fallback``: what happens to an attachment the model cannot take."""
+    table = resolved.config.media or {}
+    unknown = sorted(set(table) - {"fallback"})
+    if unknown:
+        raise ConfigError(f"[media]: unknown keys {unknown}; allowed: fallback", key="media")
+    value = table.get("fallback", "refuse")
+    if value not in ("refuse", "placeholder"):
+        raise ConfigError(
+            f'[media] fallback = {value!r}: choose "refuse" (stop before the run starts) or '
+            '"placeholder" (a line of text stands in for it)',
+            key="media.fallback",
+        )
+    return str(value)
+
+
 def compose(
     path: str | Path | None = None,
     *,
@@ -365,6 +381,7 @@ def compose(
         environ=env,
         composition=record,
         memory=memory,
+        media_fallback=_media_fallback(resolved),
         **context,
     )
     return Composition(

@@ -23,6 +23,9 @@ Every table names a plugin and carries that plugin's own ``settings`` table::
     [budget]                     # cost bounds: stop the run past hard_limit_usd
     hard_limit_usd = "2.00"
 
+    [media]                      # an image or document the model cannot take:
+    fallback = "placeholder"     # "refuse" (default: stop before the run) or a text line
+
     [pricing."openai/gpt-4o"]    # prices for `avo cost --events` (USD per million
     input = "2.50"               # tokens; cache_read / cache_write optional); the
     output = "10"                # provider plugins' catalogs price the rest
@@ -191,6 +194,8 @@ class AvoConfig(_Strict):
     notifiers: list[str | PluginRef] = Field(default_factory=list)
     policy: dict[str, Any] = Field(default_factory=dict)
     budget: dict[str, Any] = Field(default_factory=dict)
+    media: dict[str, Any] = Field(default_factory=dict)
+    """``[media] fallback = "refuse" | "placeholder"``: an attachment the model cannot take."""
     pricing: dict[str, Any] = Field(default_factory=dict)
     """``[pricing."provider/model"]``: USD per million tokens (see avo.pricing)."""
     rate_limit: dict[str, Any] = Field(default_factory=dict)

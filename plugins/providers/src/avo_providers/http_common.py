@@ -67,7 +67,8 @@ def json_safe_content(content: Any) -> str:
     if isinstance(content, list) and all(
         isinstance(part, dict) and part.get("type") == "text" for part in content
     ):
-        return "".join(str(part.get("text", "")) for part in content)
+        # text blocks (a task, a placeholder for media the model cannot take) one per line
+        return "\n".join(str(part.get("text", "")) for part in content)
     return json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
 
 
