@@ -102,5 +102,42 @@ def test_budget_from_settings():
         budget_from_settings({"limit": 1}, environ={})
     with pytest.raises(ConfigError, match="not a number"):
         budget_from_settings({"hard_limit_usd": "lots"}, environ={})
-    with pytest.raises(ConfigError, match="needs token rates"):
+    with pytest.raises(ConfigError, match="needs prices for the model"):
         budget_from_settings({"hard_limit_usd": 1}, environ={})
+
+
+def test_a_budget_charges_what_avo_cost_charges_cache_tokens_included():
+    from avo.pricing import prices
+
+    haiku = prices("1", "5", "0.1", "1.25")  # USD per million: in, out, cache read, write
+    checker = BudgetChecker(BudgetConfig(hard_limit_usd=Decimal("0.0009")), prices=haiku)
+    usage = TokenUsage(
+        input_tokens=1250, output_tokens=100, cache_read_tokens=1000, cache_write_tokens=200
+    )
+    # 50 x 1 + 1000 x 0.1 + 200 x 1.25 + 100 x 5 = 900 per million
+    decision = checker.check(usage)
+    assert decision.spent_usd == Decimal("0.000900")
+    assert decision.exceeded_hard_limit
+    # flat rates, when given, win over the model's prices (as in the price book)
+    flat = BudgetChecker(BudgetConfig(hard_limit_usd=Decimal(1)), rates=(Decimal(1), Decimal(0)))
+    assert flat.check(usage).spent_usd == Decimal("1.250000")
+    with pytest.raises(ConfigError, match="needs prices for the model"):
+        BudgetChecker(BudgetConfig(hard_limit_usd=Decimal(1)), prices=prices(0, 0), environ={})
+
+
+async def test_compose_prices_the_budget_from_pricing_overrides(tmp_path):
+    from avo.compose import compose
+    from avo.state import StopReason
+
+    config = tmp_path / "avo.toml"
+    config.write_text(
+        '[provider]\nname = "fake"\n[[provider.settings.script]]\ncontent = "done"\n'
+        "usage = {input_tokens = 1000, output_tokens = 1000, cache_read_tokens = 800}\n"
+        '[budget]\nhard_limit_usd = "0.004"\n'
+        '[pricing."fake/fake"]\ninput = "2"\noutput = "4"\ncache_read = "0.5"\n'
+    )
+    composition = compose(config, environ={}, database=str(tmp_path / "avo.db"))
+    async with composition:
+        result = await composition.runtime.run("x")
+    # 200 x 2 + 800 x 0.5 + 1000 x 4 = 4800 per million = 0.0048 >= 0.004
+    assert result.stop_reason is StopReason.TOKEN_BUDGET_EXCEEDED

@@ -5,7 +5,9 @@ and it calls :meth:`BudgetChecker.check` with the run's total usage after every
 model response; a decision with ``exceeded_hard_limit`` stops the run
 ``STOPPED`` / ``TOKEN_BUDGET_EXCEEDED`` (a POLICY_TRIGGERED event with
 ``policy: "budget"``), never an exception. Cost math is
-:func:`avo.usage.estimate_cost`.
+:func:`avo.usage.estimate_cost` for flat rates, else :func:`avo.pricing.cost_of`
+at the model's prices (``prices=``: what ``avo cost`` charges, cache reads and
+writes at their own prices; ``avo.compose`` passes the configured model's).
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from avo.exceptions import ConfigError
 from avo.models import TokenUsage
 from avo.usage import RATE_INPUT_ENV, RATE_OUTPUT_ENV, Rates, estimate_cost, rates_from_env
+
+if TYPE_CHECKING:
+    from avo.pricing import ModelPrices
 
 
 @dataclass(frozen=True)
@@ -76,21 +82,30 @@ class BudgetChecker:
         *,
         rates: Rates | None = None,
         environ: Mapping[str, str] | None = None,
+        prices: ModelPrices | None = None,
     ) -> None:
         self.config = config or BudgetConfig()
         self.rates = rates if rates is not None else rates_from_env(environ)
+        # Per-million prices with cache read/write (avo.pricing, as `avo cost` charges);
+        # flat rates, when given, win, as they do in the price book.
+        self.prices = prices if self.rates is None else None
         has_limit = self.config.warning_usd is not None or self.config.hard_limit_usd is not None
-        if has_limit and (self.rates is None or all(r == 0 for r in self.rates)):
+        unpriced = self.rates is None or all(r == 0 for r in self.rates)
+        if has_limit and unpriced and (self.prices is None or self.prices.free):
             raise ConfigError(
-                "a budget needs token rates to price usage: pass BudgetChecker(config, "
-                f"rates=(input_per_1k, output_per_1k)) or set {RATE_INPUT_ENV} and "
-                f"{RATE_OUTPUT_ENV}"
+                'a budget needs prices for the model: add [pricing."provider/model"] to '
+                "avo.toml, pass BudgetChecker(config, rates=(input_per_1k, output_per_1k)) or "
+                f"set {RATE_INPUT_ENV} and {RATE_OUTPUT_ENV}"
             )
         self.warned = False
         self.last: BudgetDecision | None = None
 
     def spent(self, total: TokenUsage, *, rates: Rates | None = None) -> Decimal:
         """USD spent for ``total`` (zero when no rate is known)."""
+        if rates is None and self.prices is not None:
+            from avo.pricing import COST_QUANTUM, cost_of
+
+            return cost_of(total, self.prices).total.quantize(COST_QUANTUM)
         cost = estimate_cost(total, rates=rates or self.rates or (Decimal(0), Decimal(0)))
         return cost if cost is not None else Decimal(0)
 
@@ -118,6 +133,7 @@ def budget_from_settings(
     settings: Mapping[str, object] | None,
     *,
     environ: Mapping[str, str] | None = None,
+    prices: ModelPrices | None = None,
 ) -> BudgetChecker | None:
     """A checker from an ``avo.toml`` ``[budget]`` table, or None when it sets no limit.
 
@@ -151,7 +167,7 @@ def budget_from_settings(
     rates = None
     if rate_in is not None or rate_out is not None:
         rates = (rate_in or Decimal(0), rate_out or Decimal(0))
-    return BudgetChecker(config, rates=rates, environ=environ)
+    return BudgetChecker(config, rates=rates, environ=environ, prices=prices)
 
 
 __all__ = ["BudgetChecker", "BudgetConfig", "BudgetDecision", "budget_from_settings"]

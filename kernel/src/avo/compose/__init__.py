@@ -79,13 +79,30 @@ def _ref(item: str | PluginRef) -> PluginRef:
     return PluginRef(name=item) if isinstance(item, str) else item
 
 
-def _bounds(config: AvoConfig, env: Mapping[str, str], label: str) -> tuple[Any, Any]:
+def _budget_prices(
+    config: AvoConfig, env: Mapping[str, str], manager: Any, model_provider: Any
+) -> Any:
+    """The prices ``avo cost`` would charge the configured provider's model (None: unknown)."""
+    if not any(config.budget.get(key) is not None for key in ("warning_usd", "hard_limit_usd")):
+        return None
+    from avo.pricing import price_book
+
+    name = config.provider.name if config.provider is not None else None
+    model = getattr(model_provider, "model", None)
+    book = price_book(pricing=config.pricing, budget=config.budget, environ=env, manager=manager)
+    found, _ = book.lookup(name, model if isinstance(model, str) else None)
+    return found
+
+
+def _bounds(
+    config: AvoConfig, env: Mapping[str, str], label: str, prices: Any = None
+) -> tuple[Any, Any]:
     """The ``[budget]`` checker and ``[rate_limit]`` limiter (None when not configured)."""
     from avo.budget import budget_from_settings
     from avo.rate_limit import rate_limiter_from_settings
 
     try:
-        budget = budget_from_settings(config.budget, environ=env)
+        budget = budget_from_settings(config.budget, environ=env, prices=prices)
     except AvoError as exc:
         raise ConfigError(f"{label}: [budget]: {exc}", key="budget", file=label) from None
     try:
@@ -356,7 +373,11 @@ def compose(
     location = resolved.store_location
     hook_registry, notifiers = _hooks(resolved, manager, env, location, registry)
     callback = approval_callback or _approval(resolved, manager, env, registry, directory)
-    budget, rate_limiter = _bounds(resolved.config, env, resolved.label)
+    try:
+        prices = _budget_prices(resolved.config, env, manager, model_provider)
+    except AvoError as exc:  # a bad [pricing] table
+        raise ConfigError(f"{resolved.label}: {exc}", key="pricing", file=resolved.label) from None
+    budget, rate_limiter = _bounds(resolved.config, env, resolved.label, prices)
     memory = memory_bundle_from_config(resolved, manager, env, directory)  # [memory]
     owns_store = event_store is None
     if event_store is None:  # last, so nothing above leaves it open on error
