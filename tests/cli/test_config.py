@@ -143,7 +143,7 @@ def test_models_lists_declared_prices_and_unknowns(cli: CLI) -> None:
     assert rows["gpt-4o-mini"]["context_window"] == 128000
     assert rows["o1-preview"]["input_usd_per_million"] is None
     table = cli("models", "fake")
-    assert table.out.splitlines()[1].split() == ["fake", "fake", "unknown", "unknown", "unknown"]
+    assert table.out.splitlines()[1].split() == ["fake", "fake", *["unknown"] * 7]
     assert cli("models", "nope").first_err.startswith("avo: unknown provider 'nope'")
 
 
