@@ -42,6 +42,9 @@ from avo_ui.security import Guard, GuardMiddleware
 
 STATIC = Path(__file__).parent / "static"
 POLL_SECONDS = 0.25
+IDLE_POLLS = 40
+"""After this many looks without a new event (10 s) the stream looks once a second."""
+IDLE_POLL_SECONDS = 1.0
 FACETS_TTL = 60.0
 
 
@@ -286,6 +289,7 @@ async def run_stream(request: Request) -> Response:
 
     async def stream() -> AsyncIterator[str]:
         seen = after
+        idle = 0
         yield "retry: 1000\n\n"
         while True:
             if await request.is_disconnected():
@@ -312,9 +316,12 @@ async def run_stream(request: Request) -> Response:
                 if fresh[-1].event_type in TERMINAL_EVENT_TYPES:
                     yield _sse("end", json.dumps(state))
                     return
+                idle = 0
             else:
+                idle += 1
                 yield ": keep-alive\n\n"
-            await asyncio.sleep(POLL_SECONDS)
+            # a quiet run (paused, waiting) is looked at less often: each look reads its log
+            await asyncio.sleep(POLL_SECONDS if idle < IDLE_POLLS else IDLE_POLL_SECONDS)
 
     return StreamingResponse(
         stream(),
