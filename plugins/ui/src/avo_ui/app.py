@@ -45,6 +45,8 @@ POLL_SECONDS = 0.25
 IDLE_POLLS = 40
 """After this many looks without a new event (10 s) the stream looks once a second."""
 IDLE_POLL_SECONDS = 1.0
+STREAM_ITEMS = 200
+"""A run page with more timeline rows than this is streamed as it renders."""
 FACETS_TTL = 60.0
 
 
@@ -128,6 +130,28 @@ class UI:
             csrf=self.guard.csrf_token, path=request.url.path, **values
         )
         return HTMLResponse(page, status)
+
+    def stream(self, name: str, request: Request, **values: Any) -> Response:
+        """A long page sent as it renders (the header reaches the browser before the rest)."""
+        chunks = self.templates.get_template(name).generate(
+            csrf=self.guard.csrf_token, path=request.url.path, **values
+        )
+        return StreamingResponse(_batched(chunks), media_type="text/html; charset=utf-8")
+
+
+def _batched(chunks: Any, first: int = 8 * 1024, size: int = 64 * 1024) -> Any:
+    """Jinja's many small chunks joined into writes: a small first one, then ``size`` each."""
+    pending: list[str] = []
+    length = 0
+    limit = first
+    for chunk in chunks:
+        pending.append(chunk)
+        length += len(chunk)
+        if length >= limit:
+            yield "".join(pending)
+            pending, length, limit = [], 0, size
+    if pending:
+        yield "".join(pending)
 
 
 def _ui(request: Request) -> UI:
@@ -254,7 +278,8 @@ async def run_page(request: Request) -> Response:
     open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
     show_all = request.query_params.get("all") == "1"
     built = timeline.build(events, open_calls, quiet=show_all, prices=ui.prices)
-    return ui.render(
+    render = ui.stream if len(built.items) > STREAM_ITEMS else ui.render
+    return render(
         "run.html",
         request,
         run=run,

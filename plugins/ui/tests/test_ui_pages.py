@@ -1,0 +1,74 @@
+"""Pages over HTTP: a long run's page is streamed whole; the sessions page lists sessions."""
+
+from __future__ import annotations
+
+import http.client
+import textwrap
+from urllib.parse import urlsplit
+
+from ui_kit import Server, Workspace
+
+STEPS = 90
+
+
+def _long_config() -> str:
+    steps = "".join(
+        textwrap.dedent(
+            f"""
+            [[provider.settings.script]]
+            tool_call = {{name = "read_file", arguments = {{path = "notes.md"}}}}
+            usage = {{input_tokens = {100 + i}, output_tokens = 7}}
+            """
+        )
+        for i in range(STEPS)
+    )
+    return textwrap.dedent(
+        f"""
+        tools = ["read_file"]
+
+        [provider]
+        name = "fake"
+        {steps}
+        [[provider.settings.script]]
+        content = "read it {STEPS} times"
+
+        [policy]
+        max_steps = {STEPS + 5}
+        repeated_action_limit = {STEPS + 5}
+        no_progress_window = {STEPS + 5}
+
+        [store]
+        location = "runs.db"
+        """
+    )
+
+
+def _get(url: str, path: str) -> tuple[int, dict[str, str], str]:
+    conn = http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=60)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        headers = {k.lower(): v for k, v in response.getheaders()}
+        return response.status, headers, response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_a_long_run_page_is_streamed_whole(workspace: Workspace) -> None:
+    (workspace.root / "long.toml").write_text(_long_config(), encoding="utf-8")
+    done = workspace.avo("run", "-c", "long.toml", "read the notes many times")
+    assert done.returncode == 0, done.stderr
+    (run,) = workspace.runs()
+    assert run["steps"] == STEPS + 1
+    server = Server(workspace)
+    try:
+        status, headers, body = _get(server.url, f"/runs/{run['run_id']}")
+        assert status == 200
+        assert headers.get("transfer-encoding") == "chunked"  # sent as it renders
+        assert body.count('class="item k-result') == STEPS
+        assert "read it 90 times" in body and body.rstrip().endswith("</html>")
+        status, headers, short = _get(server.url, "/sessions")
+        assert status == 200 and "content-length" in headers
+        assert short.count("last run") == 1  # `avo run` made one session with this run
+    finally:
+        server.close()
