@@ -72,3 +72,64 @@ def test_a_long_run_page_is_streamed_whole(workspace: Workspace) -> None:
         assert short.count("last run") == 1  # `avo run` made one session with this run
     finally:
         server.close()
+
+
+QUESTION = """
+tools = ["ask_user"]
+
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call.name = "ask_user"
+tool_call.arguments = {question = "Which file then?", choices = ["notes.md", "todo.md"]}
+
+[[provider.settings.script]]
+content = "I will use the file you chose."
+
+[store]
+location = "runs.db"
+"""
+
+
+def _post(url: str, path: str, form: str) -> tuple[int, dict[str, str]]:
+    conn = http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=60)
+    try:
+        headers = {"Origin": url, "Content-Type": "application/x-www-form-urlencoded"}
+        conn.request("POST", path, body=form, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+
+
+def test_a_question_is_answered_from_its_page_and_the_run_goes_on(workspace: Workspace) -> None:
+    import re
+    import time
+
+    (workspace.root / "question.toml").write_text(QUESTION, encoding="utf-8")
+    done = workspace.avo("run", "-c", "question.toml", "pick a file")
+    assert done.returncode == 3, done.stderr  # paused for a person
+    (run,) = workspace.runs()
+    server = Server(workspace, "-c", "question.toml")
+    try:
+        status, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert status == 200 and "question from ask_user" in page and "Which file then?" in page
+        assert '<option value="todo.md">' in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        call_id = re.search(r'name="call_id" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        status, headers = _post(
+            server.url,
+            f"/runs/{run['run_id']}/answer",
+            f"csrf={csrf}&call_id={call_id}&text=todo.md&continue=1",
+        )
+        assert status == 303 and "error" not in headers["location"]
+        deadline = time.monotonic() + 60
+        while workspace.runs()[0]["state"] != "completed" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert workspace.runs()[0]["state"] == "completed"
+        _, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert "answered by web via web" in page and "todo.md" in page
+    finally:
+        server.close()

@@ -1,6 +1,7 @@
 """What a person can do from the UI, each the kernel operation the CLI runs.
 
-approve / deny (``avo.ops.approve`` / ``deny``, then optionally
+approve / deny / answer a question (``avo.ops.approve`` / ``deny`` /
+``answer``, then optionally
 ``avo.ops.resume`` to continue), cancel (``avo.ops.cancel``), resume
 (``avo.ops.resume``), steer (``avo.ops.steer`` into the run this server
 drives), and start a run from a task with the workspace's avo.toml
@@ -23,7 +24,7 @@ from avo.exceptions import AvoError
 from avo.models import new_id
 from avo_ui.app import UI, _run_or_404, _ui
 
-ACTIONS = ("approve", "deny", "cancel", "resume", "steer")
+ACTIONS = ("approve", "deny", "answer", "cancel", "resume", "steer")
 MAX_TASK = 100_000
 
 
@@ -84,6 +85,15 @@ async def act(request: Request) -> Response:
             operation = ops.approve if action == "approve" else ops.deny
             await operation(
                 ui.store, run_id, call_id, reason=reason, by="web", via="web", environ=ui.environ
+            )
+            if values.get("continue") and not await ops.pending_requests(ui.store, run_id):
+                _resume(ui, run_id)
+        elif action == "answer":
+            text = values.get("text", "").strip()
+            if not text:
+                return _back(run_id, "the answer is empty; type what the tool should return")
+            await ops.answer(
+                ui.store, run_id, text, call_id, by="web", via="web", environ=ui.environ
             )
             if values.get("continue") and not await ops.pending_requests(ui.store, run_id):
                 _resume(ui, run_id)

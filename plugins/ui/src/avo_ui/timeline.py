@@ -67,6 +67,8 @@ class Item:
     meta: list[str] = field(default_factory=list)
     call_id: str | None = None
     open_request: bool = False
+    question: bool = False
+    choices: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -320,6 +322,8 @@ class Builder:
             meta=meta,
             call_id=call_id,
             open_request=call_id in self.open_calls,
+            question=question,
+            choices=[str(c) for c in p.get("choices") or []],
             **base,
         )
 
