@@ -355,3 +355,34 @@ async def test_a_tool_call_cut_off_at_the_output_limit_says_so(stream: bool) -> 
     assert "'look' was cut off at the output-token limit (finish_reason=length)" in result.error
     assert result.error.endswith("raise the provider's output-token limit")
     assert len(server.requests) == 1  # not retried: the same request would be cut again
+
+
+@STREAM
+async def test_an_anthropic_tool_use_cut_off_at_max_tokens_says_so(stream: bool) -> None:
+    """A write cut short must not run with the half of its input that arrived."""
+    wire = AnthropicWire()
+    if stream:
+        block = {"type": "tool_use", "id": "toolu_1", "name": "look", "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": '{"key": "a very lo'}
+        reply = ScriptedResponse.sse(
+            [
+                wire._start(USAGE),
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": block},
+                ),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                ),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                *wire._end("max_tokens", USAGE),
+            ]
+        )
+    else:
+        partial = {"type": "tool_use", "id": "toolu_1", "name": "look", "input": {"key": "a"}}
+        reply = ScriptedResponse.json(wire._message([partial], "max_tokens", USAGE))
+    result, _, server, journal = await drive(FAMILIES[1], [reply], stream)
+    assert result.status is RunState.FAILED and journal.lines == [], result.error
+    assert "'look' was cut off at the output-token limit" in result.error
+    assert len(server.requests) == 1

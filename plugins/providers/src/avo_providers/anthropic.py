@@ -206,6 +206,15 @@ def parse_anthropic_response(
     thinking = [
         {**block, "source": source} for block in content if block.get("type") in _THINKING_TYPES
     ]
+    last = content[-1] if content and isinstance(content[-1], dict) else {}
+    if finish is FinishReason.LENGTH and last.get("type") == "tool_use":
+        # the limit struck inside the call: its input is whatever was complete
+        raise malformed(
+            vendor,
+            f"tool call {last.get('name')!r} was cut off at the output-token limit "
+            f"(stop_reason={data.get('stop_reason')}) before its arguments were complete; "
+            "raise the provider's output-token limit",
+        )
     calls = []
     for block in content:
         if block.get("type") == "tool_use":
