@@ -62,6 +62,8 @@ def test_list_follow_approve_compare_start(
     # the quick run wrote "Beta": the diff is against the file the run read
     assert "approve write_file?" in text and "+BETA" in text and "-Beta" in text
     assert (workspace.root / "notes.md").read_text() == "alpha\nBeta\ngamma\n"
+    # the header followed too: 3,825 in x $3/M + 178 out x $15/M for the four calls so far
+    page.wait_for_selector("#run-cost:has-text('$0.0141')")
     page.screenshot(path=str(shots / "run-approval.png"), full_page=True, animations="disabled")
     # the runs list in another tab shows it waiting, and follows it once approved
     listing = _page(chromium)

@@ -336,6 +336,7 @@ async def run_stream(request: Request) -> Response:
                     "steps": run.steps if run else 0,
                     "tokens": run.token_usage.total_tokens if run else 0,
                     "last": seen,
+                    "cost": timeline.usd(builder.timeline.cost),
                 }
                 yield _sse("state", json.dumps(state))
                 if fresh[-1].event_type in TERMINAL_EVENT_TYPES:

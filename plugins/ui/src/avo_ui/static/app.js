@@ -27,6 +27,8 @@
       badge.className = "badge " + s.state;
       document.getElementById("run-steps").textContent = s.steps;
       document.getElementById("run-tokens").textContent = Number(s.tokens).toLocaleString("en");
+      document.getElementById("run-cost").textContent = s.cost;
+      document.getElementById("run-events").textContent = s.last;
       head.dataset.last = s.last;
     });
     source.addEventListener("end", function () {
