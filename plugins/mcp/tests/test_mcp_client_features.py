@@ -24,13 +24,19 @@ def _server(**kwargs) -> MCPServer:
     return MCPServer(command=FEATURES, name="features", **kwargs)
 
 
-async def test_results_reach_the_model_once_with_media_as_placeholders(assert_reaped) -> None:
+async def test_results_reach_the_model_once_with_images_as_content_blocks(assert_reaped) -> None:
     server = _server()
     async with MCPClient(server) as client:
         tools = {tool.metadata.name: tool for tool in client.tools()}
-        media = await tools["media"].invoke({})
+        output = await tools["media"].invoke({})
+        # the image goes to the runtime as a content block (vision models see it)...
+        assert output["type"] == "content_blocks"
+        first, image = output["blocks"]
+        assert (image["type"], image["media_type"], image["size"]) == ("image", "image/png", 68)
+        # ...and the rest as text, each part once, other media as placeholders
+        media = first["text"]
         assert media.count("here is a chart") == 1
-        assert "[image: image/png, 68 bytes; not shown to the model" in media
+        assert "[image: image/png" not in media
         assert "[audio: audio/wav, 40 bytes;" in media
         assert "[resource file:///notes.md]\n# Notes" in media  # embedded text resource
         assert '[resource file:///data.json]\n{"k": 1}' in media  # textual blob decoded

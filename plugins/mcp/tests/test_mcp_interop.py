@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 from pathlib import Path
@@ -77,8 +78,13 @@ async def test_server_everything_stdio_in_a_run(everything_js: Path, tmp_path, a
         result = await runtime.run("exercise server-everything")
         assert result.status.value == "completed", result.error
         image, progress, roots, sampled, links, resource = _tool_messages(provider)
-        assert "[image: image/png" in image and "base64" not in image
-        assert len(image) < 400  # the 3.9 KiB PNG is a one-line placeholder, not base64
+        # the PNG reaches the (vision-capable) model as an image block, bytes intact
+        blocks = next(
+            m["content"] for m in provider.requests[-1].messages if m.get("role") == "tool"
+        )
+        shown = [block for block in blocks if block["type"] == "image"]
+        assert shown[0]["media_type"] == "image/png", image
+        assert base64.b64decode(shown[0]["data"]).startswith(b"\x89PNG")
         assert "Long running operation completed" in progress
         assert [(u.progress, u.total) for u in updates] == [(1, 2), (2, 2)]
         assert tmp_path.resolve().as_uri() in roots

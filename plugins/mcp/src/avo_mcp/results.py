@@ -12,10 +12,10 @@ text rendering of the same data. :func:`convert_result` turns it into a
 - an embedded resource whose content is text (or a textual blob) is shown as
   that text under a one-line header naming its URI;
 - images, audio and binary resources become a one-line placeholder naming the
-  media type and size. The kernel's messages carry text only today; the parts
-  keep the media data (``MediaPart.data``), so when messages can carry content
-  blocks, media parts are handed to the providers that accept them instead of
-  being described;
+  media type and size in that text; :meth:`ToolOutput.for_runtime` (what MCP
+  tools return) instead hands PNG/JPEG/GIF/WebP images and PDF resources to
+  the runtime as content blocks, so a vision model sees them and any other
+  model reads the kernel's placeholder line;
 - the whole rendering is capped at ``max_chars`` with an explicit note saying
   how much was cut.
 """
@@ -119,11 +119,40 @@ class ToolOutput:
         """The text the model sees: every part once, capped, with any truncation noted."""
         return cap(self.render(), self.max_chars)
 
-    def render(self) -> str:
-        """Every part rendered once, uncapped."""
+    @property
+    def sendable(self) -> tuple[MediaPart, ...]:
+        """Media a vision model can be shown: PNG/JPEG/GIF/WebP images and PDF resources."""
+        return tuple(part for part in self.media if _sendable(part))
+
+    def for_runtime(self) -> Any:
+        """What the tool hands the runtime: :meth:`for_model`'s text when there is no
+        image, else content blocks (:func:`avo.content_blocks.tool_content`): the text,
+        then the images and PDFs, which reach vision models as images and documents
+        (a model without vision gets the kernel's one-line placeholder instead)."""
+        sendable = self.sendable
+        if not sendable:
+            return self.for_model()
+        from avo.content_blocks import DocumentBlock, ImageBlock, tool_content
+
+        text = cap(self.render(skip=sendable, empty=""), self.max_chars)
+        blocks: list[Any] = [text] if text else []
+        for part in sendable:
+            name = part.uri.rsplit("/", 1)[-1] if part.uri else None
+            kind = ImageBlock if part.kind == "image" else DocumentBlock
+            blocks.append(
+                kind(media_type=part.mime_type, data=part.data, size=part.size_bytes, name=name)
+            )
+        return tool_content(*blocks)
+
+    def render(
+        self, *, skip: tuple[MediaPart, ...] = (), empty: str = "(the tool returned no content)"
+    ) -> str:
+        """Every part rendered once, uncapped (``skip``: media sent as content blocks)."""
         has_text = any(isinstance(part, TextPart | ResourceTextPart) for part in self.parts)
         pieces: list[str] = []
         for part in self.parts:
+            if any(part is sent for sent in skip):
+                continue
             if isinstance(part, TextPart):
                 pieces.append(part.text)
             elif isinstance(part, ResourceTextPart):
@@ -137,8 +166,17 @@ class ToolOutput:
             pieces.append(json.dumps(self.structured, ensure_ascii=False, sort_keys=True))
         pieces.extend(self.notes)
         if not pieces:
-            return "(the tool returned no content)"
+            return empty
         return "\n".join(pieces)
+
+
+_SENDABLE_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+def _sendable(part: MediaPart) -> bool:
+    if part.kind == "image":
+        return part.mime_type.split(";", 1)[0].strip().lower() in _SENDABLE_IMAGES
+    return part.kind == "binary" and part.mime_type == "application/pdf" and bool(part.data)
 
 
 def cap(text: str, max_chars: int) -> str:

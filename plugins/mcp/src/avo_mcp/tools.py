@@ -86,7 +86,7 @@ class MCPTool:
         """Name, description and the server's input schema."""
         return self._metadata
 
-    async def invoke(self, arguments: Mapping[str, Any]) -> str:
+    async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         """Call the remote tool and return what the model should read.
 
         Raises MCPError when the call fails in any way (``isError`` included).
@@ -108,7 +108,7 @@ class MCPTool:
                 f"returned an error: {detail}",
                 tool_name=self._metadata.name,
             )
-        return output.for_model()
+        return output.for_runtime()  # images as content blocks (avo.content_blocks)
 
     def __repr__(self) -> str:
         return f"MCPTool({self._metadata.name!r} on {self.server.name!r})"
