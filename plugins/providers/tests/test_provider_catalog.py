@@ -81,3 +81,32 @@ def test_an_unreachable_ollama_is_a_row_naming_the_url() -> None:
     assert problem.startswith(f"cannot list Ollama models at {url}: ConnectError")
     assert problem.endswith("start Ollama (ollama serve) or set AVO_OLLAMA_BASE_URL")
     assert len(rows) > 1  # the catalog's own models still listed
+
+
+def test_a_router_accepts_only_what_every_route_accepts() -> None:
+    from avo_providers.base_http import ProviderConfig
+    from avo_providers.gemini import GeminiProvider
+    from avo_providers.openai_compatible import OpenAICompatibleProvider
+    from avo_providers.openai_vendors import GroqProvider
+    from avo_providers.router import FallbackRouterProvider
+
+    def cfg(model: str) -> ProviderConfig:
+        return ProviderConfig(model=model, api_key="k", base_url="http://127.0.0.1:9")
+
+    vision = FallbackRouterProvider(
+        [
+            ("openai", OpenAICompatibleProvider(cfg("gpt-4o"))),
+            ("gemini", GeminiProvider(cfg("gemini-2.5-flash"))),
+        ]
+    )
+    caps = vision.capabilities
+    assert caps.vision is True and caps.documents == ("application/pdf",)
+    assert caps.image_urls is False  # Gemini takes image bytes only
+    assert caps.context_window == 128_000
+    mixed = FallbackRouterProvider(
+        [
+            ("openai", OpenAICompatibleProvider(cfg("gpt-4o"))),
+            ("groq", GroqProvider(cfg("llama-3.1-8b-instant"))),
+        ]
+    )
+    assert mixed.capabilities.vision is False and mixed.capabilities.documents == ()

@@ -305,3 +305,60 @@ async def test_usage_reads_each_vendors_cache_and_reasoning_fields() -> None:
         input_tokens=900, output_tokens=50, cache_read_tokens=600, reasoning_tokens=40
     )
     assert json.dumps(openai.usage.model_dump())  # plain JSON for events
+
+
+async def test_a_streamed_anthropic_answer_keeps_its_cache_counts() -> None:
+    from avo.models import ModelRequest
+    from avo.providers.streaming import collect_stream
+
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "usage": {
+                "input_tokens": 20,
+                "cache_read_input_tokens": 3000,
+                "cache_creation_input_tokens": 500,
+                "output_tokens": 1,
+            },
+        },
+    }
+    events = [
+        ("message_start", start),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "hi"},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 9},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    request = ModelRequest(run_id="r", step=1, messages=[{"role": "user", "content": "hi"}])
+    async with ScriptedHTTPServer([ScriptedResponse.sse(events)]) as server:
+        provider = AnthropicProvider(cfg(server.url, "claude-haiku-4-5"))
+        response = await collect_stream(provider, request)
+    assert response.usage == TokenUsage(
+        input_tokens=3520, output_tokens=9, cache_read_tokens=3000, cache_write_tokens=500
+    )

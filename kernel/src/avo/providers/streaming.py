@@ -218,11 +218,12 @@ def finish_reason_of(raw: str | None) -> FinishReason | None:
 def _merge_usage(known: TokenUsage | None, incoming: TokenUsage) -> TokenUsage:
     if known is None:
         return incoming
-    input_tokens = incoming.input_tokens or known.input_tokens
-    output_tokens = incoming.output_tokens or known.output_tokens
-    if input_tokens == known.input_tokens and output_tokens == known.output_tokens:
+    # each count (cache and reasoning breakdowns too) from whichever chunk reported it
+    mine, theirs = known.__dict__, incoming.__dict__
+    merged = {key: theirs[key] or value for key, value in mine.items()}
+    if merged == mine:
         return known
-    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+    return TokenUsage(**merged)
 
 
 class StreamAssembler:

@@ -86,6 +86,31 @@ class BaseRouterProvider:
         self._event_callback = event_callback
         self.event_sink: EventSink | None = None
 
+    @property
+    def capabilities(self) -> Any:
+        """What every route accepts: any route may answer, so media are sent only
+        when all of them take them (None when a route declares nothing)."""
+        import dataclasses
+
+        from avo.plugins import ProviderCapabilities
+
+        found = [getattr(provider, "capabilities", None) for _, provider in self.routes]
+        if any(caps is None or callable(caps) for caps in found):
+            return ProviderCapabilities(streaming=True, tool_calls=True)
+        first = found[0]
+        documents = [d for d in first.documents if all(d in c.documents for c in found)]
+        flags = {
+            name: all(getattr(caps, name) for caps in found)
+            for name in ("vision", "image_urls", "document_urls", "thinking", "prompt_caching")
+        }
+        windows = [caps.context_window for caps in found if caps.context_window]
+        return dataclasses.replace(
+            first,
+            documents=tuple(documents),
+            context_window=min(windows) if len(windows) == len(found) else None,
+            **flags,
+        )
+
     # ------------------------------------------------------------ health
     def get_health_status(self) -> dict[str, dict[str, Any]]:
         """Every route's health, by name."""
