@@ -99,7 +99,10 @@ class CostReport:
             f"Runs: {self.run_count}   Tokens: {_tokens(self.total)}   Cost: {self._total_cost()}",
         ]
         if not self.runs:
-            lines.append("No ledger entries yet.")
+            lines.append(
+                "No ledger entries yet. (`avo cost --events` prices the runs in the event "
+                "store without a ledger.)"
+            )
             return "\n".join(lines) + "\n"
         columns = f"{'INPUT':>9}  {'OUTPUT':>9}  {'COST (USD)':>12}"
         header = f"{'RUN':<36}  {'CALLS':>5}  {columns}  MODELS"

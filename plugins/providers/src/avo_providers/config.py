@@ -65,7 +65,7 @@ def _required_key(name: str, settings: Mapping[str, Any], environ: Mapping[str, 
         when = settings.get("required_by") or f"AVO_PROVIDER={name}"
         raise ConfigError(f"{var} is required when {when}", key=var)
     raise ConfigError(
-        f"{var} is required for provider {name!r}: export it, or store it with `avo setup`",
+        f"{var} is required for provider {name!r}: export it, or store it with `avo login {name}`",
         key=var,
     )
 
