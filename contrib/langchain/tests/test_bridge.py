@@ -18,6 +18,7 @@ from avo.runtime import AgentRuntime
 from avo.state import RunState
 from avo_langchain import (
     AvoLangChainModel,
+    avo_messages_from_lc,
     avo_tool_from_lc,
     from_langchain_ai_message,
     from_langchain_messages,
@@ -68,6 +69,7 @@ def test_a_transcript_survives_the_round_trip() -> None:
     ]
     assert isinstance(lc[3], ToolMessage) and lc[3].tool_call_id == "call-1"
     back = from_langchain_messages(lc)
+    assert avo_messages_from_lc(lc) == back  # the API reference's name for it
     assert back[:2] == TRANSCRIPT[:2]
     assert back[2]["tool_calls"][0]["id"] == "call-1"  # type: ignore[index]
     assert json.loads(back[2]["tool_calls"][0]["function"]["arguments"]) == {"a": 2, "b": 3}  # type: ignore[index]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from avo_langchain.chat_model import AvoLangChainModel
 from avo_langchain.messages import (
+    avo_messages_from_lc,
     from_langchain_ai_message,
     from_langchain_message,
     from_langchain_messages,
@@ -26,6 +27,7 @@ __all__ = [
     "AvoLangChainModel",
     "LangChainProvider",
     "LangChainTool",
+    "avo_messages_from_lc",
     "avo_tool_from_lc",
     "from_langchain_ai_message",
     "from_langchain_message",

@@ -225,6 +225,10 @@ def from_langchain_messages(messages: Sequence[BaseMessage]) -> list[dict[str, J
     return [from_langchain_message(message) for message in messages]
 
 
+avo_messages_from_lc = from_langchain_messages
+"""LangChain messages as an avo transcript (the name the API reference gives it)."""
+
+
 def finish_reason_of(metadata: Mapping[str, Any]) -> FinishReason | None:
     """The finish reason a LangChain integration reported, in avo's words."""
     raw = metadata.get("finish_reason") or metadata.get("stop_reason")
@@ -282,6 +286,7 @@ def from_langchain_ai_message(message: BaseMessage) -> ModelResponse:
 
 
 __all__ = [
+    "avo_messages_from_lc",
     "finish_reason_of",
     "from_langchain_ai_message",
     "from_langchain_message",

@@ -49,7 +49,9 @@ langchain = provides(
         factory=_make,
         description="Any LangChain chat model (BaseChatModel) as an avo provider",
         settings_model=LangChainProviderSettings,
-        capabilities=ProviderCapabilities(streaming=True, tool_calls=True),
+        capabilities=ProviderCapabilities(
+            streaming=True, tool_calls=True, parallel_tool_calls=True
+        ),
     )
 )
 
