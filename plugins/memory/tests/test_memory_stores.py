@@ -160,3 +160,35 @@ async def test_list_is_newest_first_and_pages(make_store: StoreMaker) -> None:
     listed = await store.list_memories(limit=2, offset=1)
     assert [r.content for r in listed] == ["fact number 3", "fact number 2"]
     assert listed[0].as_json()["updated_at"].endswith("+00:00")
+
+
+async def test_sqlite_ranks_by_distinctive_words_and_fills_from_recent_memories(
+    tmp_path: Path,
+) -> None:
+    from avo_memory.settings import SQLiteMemorySettings
+    from avo_memory.sqlite import SQLiteMemory
+
+    settings = SQLiteMemorySettings(distinctive_matches=10, recent_window=100)
+    store = SQLiteMemory(tmp_path / "m.db", workspace=tmp_path, settings=settings)
+    await store.remember("service deploy origin story", session_id="s")  # oldest
+    for index in range(120):
+        await store.remember(f"service deploy filler number {index}", session_id="s")
+    await store.remember("service deploy rollback checklist", session_id="s")
+    # 'rollback' is in one memory (distinctive); 'service' and 'deploy' in 122 (common).
+    found = await store.recall("how do we roll a service deploy back? rollback", k=5)
+    assert found[0].content == "service deploy rollback checklist"
+    assert len(found) == 5 and all("service deploy" in r.content for r in found)
+    # Common words alone pick among the newest 100 memories: the oldest is not among them.
+    common = await store.recall("service deploy", k=200)
+    assert 0 < len(common) <= 101
+    assert all("origin" not in r.content for r in common)
+    # Other forms of a word still count (the index stems; so does the scoring).
+    await store.remember("the deployment checklist lives in the wiki", session_id="s")
+    plural = await store.recall("where are the deployments checklists?", k=2)
+    assert {r.content for r in plural} == {
+        "the deployment checklist lives in the wiki",
+        "service deploy rollback checklist",
+    }
+    # A distinctive word finds a memory however old it is.
+    assert [r.content for r in await store.recall("origin", k=5)] == ["service deploy origin story"]
+    await store.close()

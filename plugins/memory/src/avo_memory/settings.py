@@ -19,6 +19,11 @@ class _Ranking(BaseModel):
 class SQLiteMemorySettings(_Ranking):
     """``provider = "sqlite"``: one SQLite file with an FTS5 index."""
 
+    distinctive_matches: int = Field(default=1_000, ge=10, le=100_000)
+    """A word found in at most this many memories is distinctive: recall ranks the memories
+    holding distinctive words by BM25. Commoner words only pick among recent memories."""
+    recent_window: int = Field(default=2_000, ge=100, le=1_000_000)
+    """How many of the newest memories a query made of common words looks through."""
     path: str | None = None
     """The database file (default ``$AVO_MEMORY_DIR/memory.db``, else ``~/.avo/memory.db``);
     a relative path is taken from the workspace."""

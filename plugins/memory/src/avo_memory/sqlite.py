@@ -1,23 +1,35 @@
 """The embedded memory store: one SQLite file, an FTS5 index, BM25 ranking.
 
 Memories live in the ``memories`` table; ``memories_fts`` (FTS5, Porter
-stemming over unicode61 tokens) indexes their text and, as its second column,
-their scope as one token, so a recall is a single FTS5 query::
+stemming over unicode61 tokens) indexes their text (and, as a second column,
+their scope as one token). Triggers keep the index in step with the table.
+Writes dedup on ``(scope, digest)``.
 
-    scope_token:<scope> AND ("word1" OR "word2" ...)
+A recall stays fast however many memories there are, because it never asks
+FTS5 to rank by a common word (FTS5's ``bm25()`` reads the whole posting list
+of every word it ranks by):
 
-ranked by BM25 on the text column alone (the scope column's weight is 0),
-taking the best ``candidates`` rows, which :func:`avo_memory.records.rerank`
-blends with recency. Triggers keep the index in step with the table. Writes
-dedup on ``(scope, digest)``. The connection is opened on first use, in WAL
-mode, and every call runs in a worker thread so the event loop never waits
-on the disk.
+1. each query word's memories are counted, no further than
+   ``distinctive_matches`` + 1 (a short read even for a common word);
+2. the words found in at most ``distinctive_matches`` memories are
+   distinctive: FTS5 ranks the memories holding them (a bounded set) by BM25,
+   and the best ``POOL`` of this scope are kept;
+3. when that finds fewer than ``candidates``, the common words pick among the
+   newest ``recent_window`` memories (those holding more of them first);
+4. :func:`avo_memory.records.bm25` scores the pool by BM25 over every query
+   word (a common word's frequency estimated from the pool), and
+   :func:`avo_memory.records.rerank` blends the best ``candidates`` with
+   recency.
+
+The connection is opened on first use, in WAL mode, and every call runs in a
+worker thread so the event loop never waits on the disk.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -31,6 +43,7 @@ from avo_memory.records import (
     MAX_CONTENT_CHARS,
     Clock,
     MemoryRecord,
+    bm25,
     check_ids,
     default_directory,
     digest,
@@ -72,6 +85,9 @@ END;
 """
 
 _COLUMNS = "memory_id, scope, content, tags, session_id, created_at, updated_at, hits"
+_BATCH = 200  # ids per lookup of ranked matches
+POOL = 200  # memories a recall scores with every query word (at least 4 x candidates)
+MAX_DISTINCTIVE = 8  # distinctive words a recall ranks by (the rarest first)
 
 
 def _record(row: Sequence[Any]) -> MemoryRecord:
@@ -85,6 +101,21 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         updated_at=float(row[6]),
         hits=int(row[7]),
     )
+
+
+def _content_expression(terms: Sequence[str]) -> str:
+    """The FTS5 query for any of ``terms`` in the text (every term quoted: no syntax leaks)."""
+    words = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f"content:({words})"
+
+
+def _matches(db: sqlite3.Connection, term: str, most: int) -> int:
+    """How many memories mention ``term``, counting no further than ``most``."""
+    row = db.execute(
+        "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+        (_content_expression([term]), most),
+    ).fetchone()
+    return int(row[0])
 
 
 def match_expression(terms: Sequence[str], scope: str) -> str:
@@ -245,21 +276,77 @@ class SQLiteMemory:
 
     def _recall(self, db: sqlite3.Connection, terms: list[str], k: int) -> list[MemoryRecord]:
         limit = max(self.settings.candidates, k)
-        rows = db.execute(
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, f.rank "
-            "FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? "
-            "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank LIMIT ?) AS f "
-            "JOIN memories AS m ON m.id = f.rowid",
-            (match_expression(terms, self.scope), limit),
-        ).fetchall()
-        candidates = [(_record(row), -float(row[8])) for row in rows]
+        cap = self.settings.distinctive_matches
+        counts = {term: _matches(db, term, cap + 1) for term in terms}
+        rare = sorted((t for t in terms if counts[t] <= cap), key=counts.__getitem__)
+        rare = rare[:MAX_DISTINCTIVE]
+        size = max(limit * 4, POOL)
+        pool: list[tuple[int, MemoryRecord]] = []
+        if rare:
+            # Every word here is in at most `cap` memories, so FTS5 ranks a bounded set
+            # (its bm25() reads the whole posting list of each word it ranks by).
+            ranked = db.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank",
+                (_content_expression(rare),),
+            ).fetchall()
+            pool = self._in_scope(db, [row[0] for row in ranked], size)
+        common = [t for t in terms if t not in rare]
+        if len(pool) < limit and common:
+            have = {rowid for rowid, _ in pool}
+            pool += self._recent(db, common, size - len(pool), have)
+        if not pool:
+            return []
+        top = db.execute("SELECT max(rowid) FROM memories").fetchone()[0] or len(pool)
+        scored = bm25(pool, terms, counts, cap=cap, total=int(top))
+        scored.sort(key=lambda item: -item[1])
         return rerank(
-            candidates,
+            scored[:limit],
             k=k,
             now=self.clock(),
             recency_weight=self.settings.recency_weight,
             half_life_days=self.settings.half_life_days,
         )
+
+    def _in_scope(
+        self, db: sqlite3.Connection, rowids: Sequence[int], limit: int
+    ) -> list[tuple[int, MemoryRecord]]:
+        """The first ``limit`` of ``rowids`` (in their order) that belong to this scope."""
+        found: list[tuple[int, MemoryRecord]] = []
+        for start in range(0, len(rowids), _BATCH):
+            batch = rowids[start : start + _BATCH]
+            order = {rowid: index for index, rowid in enumerate(batch)}
+            rows = db.execute(
+                f"SELECT id, {_COLUMNS} FROM memories WHERE +scope = ? "  # +: look up by id
+                f"AND id IN ({', '.join('?' * len(batch))})",
+                (self.scope, *batch),
+            ).fetchall()
+            rows.sort(key=lambda row: order[row[0]])
+            found += [(row[0], _record(row[1:])) for row in rows]
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
+    def _recent(
+        self, db: sqlite3.Connection, terms: list[str], limit: int, have: set[int]
+    ) -> list[tuple[int, MemoryRecord]]:
+        """Common words only: among the newest ``recent_window`` memories, the ones holding
+        the most of them (a word counting more the fewer memories hold it)."""
+        top = db.execute("SELECT max(rowid) FROM memories").fetchone()[0]
+        if top is None:
+            return []
+        window = self.settings.recent_window
+        held: dict[int, float] = {}
+        for term in terms:
+            rows = db.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid > ?",
+                (_content_expression([term]), top - window),
+            ).fetchall()
+            weight = math.log(1.0 + window / max(len(rows), 1))
+            for (rowid,) in rows:
+                held[rowid] = held.get(rowid, 0.0) + weight
+        best = sorted((r for r in held if r not in have), key=lambda r: (-held[r], -r))
+        return self._in_scope(db, best, limit)
 
     # ------------------------------------------------------------ ManagedMemory
 
