@@ -1,9 +1,10 @@
 """Cost reports over a TokenLedger: per run and per model, and ``avo cost``.
 
 A ledger row priced when it was recorded keeps that cost. A row recorded
-without one is priced when the report is made, from (in order) the ``[budget]``
-rates of the configuration, the ``AVO_USAGE_RATES_*`` variables, and the
-prices the installed provider plugins declare for its model. A total that
+without one is priced when the report is made, from (in order) ``[pricing]``
+in avo.toml, the ``[budget]`` rates of the configuration, the
+``AVO_USAGE_RATES_*`` variables, and the prices the installed provider plugins
+declare for its model (their catalogs). A total that
 includes rows nobody can price says so: it is partial, and the runs without a
 price are named.
 """
@@ -250,32 +251,23 @@ def aggregate_costs(database: Path | str, *, price: Pricer | None = None) -> Cos
     return build_report(str(path), entries, price=price)
 
 
-def pricer(budget: Mapping[str, Any], environ: Mapping[str, str], manager: Any = None) -> Pricer:
-    """Price a row from ``[budget]`` rates, else ``AVO_USAGE_RATES_*``, else the plugins' prices."""
-    from avo.usage import estimate_cost, rates_from_env
+def pricer(
+    budget: Mapping[str, Any],
+    environ: Mapping[str, str],
+    manager: Any = None,
+    *,
+    pricing: Mapping[str, Any] | None = None,
+) -> Pricer:
+    """Price a row with the configuration's price book (:func:`avo.pricing.price_book`):
+    ``[pricing]`` by model name, then ``[budget]`` rates or ``AVO_USAGE_RATES_*``, then the
+    provider plugins' catalogs. A ledger row names no provider, so the model name decides."""
+    from avo.pricing import COST_QUANTUM, price_book
 
-    configured = None
-    if budget.get("input_per_1k") is not None or budget.get("output_per_1k") is not None:
-        configured = (
-            Decimal(str(budget.get("input_per_1k") or 0)),
-            Decimal(str(budget.get("output_per_1k") or 0)),
-        )
-    rates = configured or rates_from_env(environ)
-    catalog: dict[str, Any] | None = None
+    book = price_book(pricing=pricing, budget=budget, environ=environ, manager=manager)
 
     def price(model: str | None, usage: TokenUsage) -> Decimal | None:
-        nonlocal catalog
-        if rates is not None:
-            return estimate_cost(usage, rates=rates)
-        if model is None:
-            return None
-        if catalog is None:
-            from avo.plugins.manager import PluginManager
-            from avo_ledger.recorder import pricing_from_plugins
-
-            catalog = pricing_from_plugins(manager or PluginManager(environ=environ))
-        found = catalog.get(model)
-        return estimate_cost(usage, rates=found) if found is not None else None
+        cost = book.cost(None, model, usage)
+        return None if cost is None else cost.total.quantize(COST_QUANTUM)
 
     return price
 
@@ -327,7 +319,12 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
     if getattr(args, "events", False):
         return _events_report(args, resolved, stdout or sys.stdout)
     database = _ledger_file(resolved.store_location, resolved.source("store.location"))
-    price = pricer(resolved.config.budget, resolved.environ, getattr(args, "avo_plugins", None))
+    price = pricer(
+        resolved.config.budget,
+        resolved.environ,
+        getattr(args, "avo_plugins", None),
+        pricing=getattr(resolved.config, "pricing", None),
+    )
     report = aggregate_costs(database, price=price)
     out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())
