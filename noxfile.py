@@ -124,7 +124,8 @@ def _build_native(session: nox.Session) -> bool:
         )
         return False
     python = str(Path(session.bin) / "python")
-    session.run("bash", str(ROOT / "scripts" / "build-native.sh"), python, external=True)
+    # run_install: part of setting the venv up, so `nox -s tests --install-only` builds it too.
+    session.run_install("bash", str(ROOT / "scripts" / "build-native.sh"), python, external=True)
     return True
 
 
