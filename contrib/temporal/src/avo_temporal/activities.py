@@ -1,0 +1,309 @@
+"""The activities: everything a workflow does outside itself runs here, on a worker.
+
+``avo.model`` calls the worker's provider, ``avo.tool`` runs one tool call
+through the worker's tools with the effect ledger around it, ``avo.store``
+reads and writes the avo event store. The worker's runtime (composed from its
+avo.toml) owns the real provider, tools and store; the workflow reaches them
+only through these three activities.
+
+A retried store write (its worker died after the write and before the
+acknowledgement) finds its events already stored, by their ids, and returns
+them instead of writing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from avo.events import AgentEvent
+from avo.exceptions import AvoError, EventInvariantError, StorageError
+from avo.models import Checkpoint, ModelRequest, RunRecord, ToolCall, ToolEffect
+from avo_temporal.codec import UNKNOWN_OUTCOME, application_error, dump, load
+from avo_temporal.effects import EffectLedger
+
+MODEL = "avo.model"
+TOOL = "avo.tool"
+STORE = "avo.store"
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every: float) -> AsyncIterator[None]:
+    """Heartbeat while the body runs, so a dead worker is noticed within the heartbeat timeout."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class AvoActivities:
+    """The activities of one worker, over its composed runtime, store and effect ledger."""
+
+    def __init__(
+        self,
+        runtime: Any,
+        store: Any,
+        ledger: EffectLedger,
+        heartbeat: float,
+        plugins: Any = None,
+    ) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.ledger = ledger
+        self.every = max(0.2, heartbeat / 4)
+        self.plugins = plugins
+
+    @activity.defn(name=MODEL)
+    async def model(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One model call: the worker's provider answers the request."""
+        parsed = ModelRequest.model_validate(request)
+        async with heartbeating(self.every):
+            try:
+                response = await self.runtime.provider.generate(parsed)
+            except AvoError as exc:
+                raise application_error(exc) from None
+        return dump(response)  # type: ignore[no-any-return]
+
+    @activity.defn(name=TOOL)
+    async def tool(self, job: dict[str, Any]) -> dict[str, Any]:
+        """One tool call, exactly once: a retry returns the recorded result (see effects.py)."""
+        call = ToolCall.model_validate(job["call"])
+        run_id, dispatch = str(job["run_id"]), int(job["dispatch"])
+        metadata = self.runtime.tools.metadata_of(call.name)
+        effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
+        if effect is not ToolEffect.PURE:
+            entry = await self.ledger.get(run_id, call.tool_call_id)
+            if entry is not None and entry.dispatch == dispatch:
+                if entry.state == "done" and entry.result is not None:
+                    return entry.result  # acknowledged late: the effect happened once
+                if effect is ToolEffect.NON_IDEMPOTENT:
+                    raise ApplicationError(
+                        f"the worker running {call.name} stopped before reporting; it may or may "
+                        "not have taken effect",
+                        type=UNKNOWN_OUTCOME,
+                        non_retryable=True,
+                    )
+            await self.ledger.started(run_id, call.tool_call_id, dispatch)
+        async with heartbeating(self.every):
+            try:
+                result = await self.runtime.tools.invoke(call, completed_tool_call_ids=set())
+            except AvoError as exc:
+                raise application_error(exc) from None
+        data: dict[str, Any] = dump(result)
+        if effect is not ToolEffect.PURE:
+            await self.ledger.done(run_id, call.tool_call_id, dispatch, data)
+        return data
+
+    @activity.defn(name=STORE)
+    async def store_call(self, job: dict[str, Any]) -> Any:
+        """One event store method, by name, with JSON in and out."""
+        method, args = str(job["method"]), job.get("args") or {}
+        # A write may be done again after its worker died between the write and the
+        # workflow recording it (a local activity then starts over at attempt 1):
+        # each write first looks for its events when the store refuses it.
+        retry = activity.info().attempt > 1
+        written: list[AgentEvent] = []
+        try:
+            result = await _STORE_METHODS[method](self.store, args, retry, written)
+        except KeyError:
+            raise ApplicationError(f"unknown store method {method!r}", non_retryable=True) from None
+        except EventInvariantError as exc:  # the write itself is wrong: no retry helps
+            raise application_error(exc) from None
+        except StorageError as exc:  # a busy or unreachable database: try again
+            raise ApplicationError(str(exc), type=type(exc).__name__) from None
+        except AvoError as exc:
+            raise application_error(exc) from None
+        self._notify(written)
+        return result
+
+    def _notify(self, written: list[AgentEvent]) -> None:
+        """Tell the observer plugins about events this call stored (not ones found stored)."""
+        call = getattr(self.plugins, "call_observers", None)
+        if call is None:
+            return
+        for event in written:
+            try:
+                problems = call("avo_event_appended", event=event)
+            except Exception:  # an observer never fails a write
+                activity.logger.exception("an observer of %s raised", event.event_type.value)
+                continue
+            for problem in problems or ():
+                activity.logger.warning("observer problem on run %s: %s", event.run_id, problem)
+
+
+async def _stored(store: Any, run_id: str, events: list[AgentEvent]) -> list[AgentEvent] | None:
+    """The stored copies of ``events`` when an earlier attempt already wrote them."""
+    by_id = {event.event_id: event for event in await store.get_events(run_id)}
+    found = [by_id.get(event.event_id) for event in events]
+    if all(event is not None for event in found):
+        return [event for event in found if event is not None]
+    return None
+
+
+async def _create_run(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    run, event = RunRecord.model_validate(args["run"]), AgentEvent.model_validate(args["event"])
+    if retry and await _stored(store, run.run_id, [event]):
+        return dump(await store.get_run(run.run_id))
+    try:
+        stored_run = await store.create_run(run, event)
+    except StorageError:
+        if await _stored(store, run.run_id, [event]):
+            return dump(await store.get_run(run.run_id))
+        raise
+    written.append(event)
+    return dump(stored_run)
+
+
+async def _append_batch(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    run = RunRecord.model_validate(args["run"])
+    events = load(AgentEvent, args["events"])
+    checkpoint = load(Checkpoint, args.get("checkpoint"))
+    if retry:
+        done = await _stored(store, run.run_id, events)
+        if done:
+            return dump(done)
+    append_batch = getattr(store, "append_batch", None)
+    if append_batch is None:
+        raise StorageError("the worker's event store has no append_batch")
+    try:
+        stored = await append_batch(run, events, checkpoint)
+    except StorageError:
+        done = await _stored(store, run.run_id, events)
+        if done:
+            return dump(done)
+        raise
+    written.extend(stored)
+    return dump(stored)
+
+
+async def _append_event(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    event = AgentEvent.model_validate(args["event"])
+    run = load(RunRecord, args.get("run"))
+    if retry:
+        done = await _stored(store, event.run_id, [event])
+        if done:
+            return dump(done[0])
+    try:
+        if run is not None:
+            stored = (await store.append_event_and_update_run(event, run))[0]
+        else:
+            stored = await store.append_event(event)
+    except StorageError:
+        done = await _stored(store, event.run_id, [event])
+        if done:
+            return dump(done[0])
+        raise
+    written.append(stored)
+    return dump(stored)
+
+
+async def _save_checkpoint(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    checkpoint = Checkpoint.model_validate(args["checkpoint"])
+    event = AgentEvent.model_validate(args["event"])
+    if retry:
+        done = await _stored(store, event.run_id, [event])
+        if done:
+            return [dump(checkpoint), dump(done[0])]
+    try:
+        stored_checkpoint, stored_event = await store.save_checkpoint(checkpoint, event)
+    except StorageError:
+        done = await _stored(store, event.run_id, [event])
+        if done:
+            return [dump(checkpoint), dump(done[0])]
+        raise
+    written.append(stored_event)
+    return [dump(stored_checkpoint), dump(stored_event)]
+
+
+async def _finalize_run(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    run = RunRecord.model_validate(args["run"])
+    state_event = AgentEvent.model_validate(args["state_event"])
+    terminal = AgentEvent.model_validate(args["terminal_event"])
+    if retry:
+        done = await _stored(store, run.run_id, [state_event, terminal])
+        if done:
+            return dump(done)
+    try:
+        finished = list(await store.finalize_run(run, state_event, terminal))
+    except StorageError:
+        done = await _stored(store, run.run_id, [state_event, terminal])
+        if done:
+            return dump(done)
+        raise
+    written.extend(finished)
+    return dump(finished)
+
+
+async def _update_run(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await store.update_run(RunRecord.model_validate(args["run"])))
+
+
+async def _get_run(store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]) -> Any:
+    return dump(await store.get_run(str(args["run_id"])))
+
+
+async def _get_events(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await store.get_events(str(args["run_id"])))
+
+
+async def _get_latest_checkpoint(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await store.get_latest_checkpoint(str(args["run_id"])))
+
+
+async def _is_terminal_run(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return bool(await store.is_terminal_run(str(args["run_id"])))
+
+
+async def _list_runs(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await store.list_runs())
+
+
+_STORE_METHODS: dict[str, Any] = {
+    "create_run": _create_run,
+    "append_batch": _append_batch,
+    "append_event": _append_event,
+    "save_checkpoint": _save_checkpoint,
+    "finalize_run": _finalize_run,
+    "update_run": _update_run,
+    "get_run": _get_run,
+    "get_events": _get_events,
+    "get_latest_checkpoint": _get_latest_checkpoint,
+    "is_terminal_run": _is_terminal_run,
+    "list_runs": _list_runs,
+}
+
+__all__ = ["MODEL", "STORE", "TOOL", "AvoActivities", "heartbeating"]

@@ -1,0 +1,139 @@
+"""The ``temporal`` engine: submit runs as workflows, relay operations as signals, serve workers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import JsonValue
+
+from avo.engines import RunSubmission, WorkerOptions
+from avo.exceptions import EngineError
+from avo_temporal.connection import connect
+from avo_temporal.settings import TemporalSettings, load_settings
+
+NAME = "temporal"
+
+
+class TemporalEngine:
+    """Runs as Temporal workflows (id = run id) on ``avo worker --engine temporal`` processes."""
+
+    name = NAME
+    remote = True
+
+    def __init__(
+        self, settings: Mapping[str, Any] | None = None, *, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.environ = os.environ if environ is None else environ
+        self.settings: TemporalSettings = load_settings(settings, self.environ)
+        self._client: Any = None
+
+    async def client(self) -> Any:
+        """The connected client (one per engine object)."""
+        if self._client is None:
+            self._client = await connect(self.settings)
+        return self._client
+
+    async def submit(self, submission: RunSubmission, *, task_queue: str | None = None) -> str:
+        """Start the run's workflow on the task queue; return the run id (= workflow id)."""
+        from temporalio.common import WorkflowIDReusePolicy
+        from temporalio.exceptions import WorkflowAlreadyStartedError
+
+        from avo_temporal.workflow import WORKFLOW
+
+        client = await self.client()
+        job = {
+            "run_id": submission.run_id,
+            "task": submission.task,
+            "system_prompt": submission.system_prompt,
+            "user_state": dict(submission.user_state),
+        }
+        try:
+            await client.start_workflow(
+                WORKFLOW,
+                job,
+                id=submission.run_id,
+                task_queue=task_queue or self.settings.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            raise EngineError(
+                f"run {submission.run_id} already has a workflow; give a new run id",
+                engine=NAME,
+                run_id=submission.run_id,
+            ) from None
+        return submission.run_id
+
+    async def signal(self, run_id: str, operation: str, payload: Mapping[str, JsonValue]) -> None:
+        """Send ``operation`` to the run's workflow (a resume restarts a workflow that is gone)."""
+        from temporalio.service import RPCError, RPCStatusCode
+
+        client = await self.client()
+        handle = client.get_workflow_handle(run_id)
+        try:
+            await handle.signal(operation, dict(payload))
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise EngineError(
+                    f"could not signal run {run_id}'s workflow ({operation}): {exc}", engine=NAME
+                ) from None
+            if operation != "resume":
+                raise EngineError(
+                    f"run {run_id} has no running workflow on {self.settings.address} "
+                    f"(namespace {self.settings.namespace!r}); resume it first "
+                    f"(avo runs resume {run_id}) so a worker drives it again",
+                    engine=NAME,
+                    run_id=run_id,
+                ) from None
+            await self._restart(client, run_id)
+
+    async def _restart(self, client: Any, run_id: str) -> None:
+        from temporalio.common import WorkflowIDReusePolicy
+
+        from avo_temporal.workflow import WORKFLOW
+
+        await client.start_workflow(
+            WORKFLOW,
+            {"run_id": run_id, "resume": True},
+            id=run_id,
+            task_queue=self.settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+
+    async def serve(self, options: WorkerOptions) -> None:
+        """Compose this worker's runtime from ``options``; poll the task queue until cancelled."""
+        from avo.compose import compose
+        from avo_temporal import _context
+        from avo_temporal.activities import AvoActivities
+        from avo_temporal.effects import ledger_for
+        from avo_temporal.worker import build_worker
+
+        client = await self.client()
+        queue = options.task_queue or self.settings.task_queue
+        made = compose(resolved=options.resolved, workspace=options.workspace)
+        store_table = made.config.store
+        store_settings = getattr(store_table, "settings", None) or {}
+        ledger = ledger_for(made.store_location, made.event_store, dict(store_settings))
+        try:
+            activities = AvoActivities(
+                made.runtime,
+                made.event_store,
+                ledger,
+                self.settings.heartbeat_seconds,
+                plugins=made.manager,
+            )
+            _context.register(
+                queue, _context.WorkerContext(made.runtime, self.settings, made.manager)
+            )
+            worker = build_worker(client, queue, activities, concurrency=options.concurrency)
+            await worker.run()
+        finally:
+            _context.unregister(queue)
+            with contextlib.suppress(Exception):
+                await ledger.close()
+            await made.aclose()
+
+
+__all__ = ["NAME", "TemporalEngine"]

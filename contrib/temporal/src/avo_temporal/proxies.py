@@ -1,0 +1,244 @@
+"""The workflow's side of the activities: a provider, a tool registry and a store that look local.
+
+The workflow builds its runtime with :meth:`AgentRuntime.derive` from the
+worker's composed runtime, swapping in these three: the kernel's handlers call
+``provider.generate``, ``tools.invoke`` and the store methods exactly as they
+do in process, and each call becomes an activity (recorded in the workflow
+history, so a replay on another worker gets the same answers without calling
+anything again). Only workflow code uses this module.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from avo.events import AgentEvent
+from avo.exceptions import (
+    AvoError,
+    ProviderError,
+    StorageError,
+    ToolAlreadyCompletedError,
+    ToolOutcomeUnknownError,
+)
+from avo.models import (
+    Checkpoint,
+    ModelRequest,
+    ModelResponse,
+    RunRecord,
+    ToolCall,
+    ToolEffect,
+    ToolResult,
+)
+from avo.tools import ToolRegistry, failed_result
+from avo_temporal.activities import MODEL, STORE, TOOL
+from avo_temporal.codec import UNKNOWN_OUTCOME, dump, error_from, load
+
+_STORE_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=60),
+    "retry_policy": RetryPolicy(
+        initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
+    ),
+}
+
+
+class ActivityProvider:
+    """``generate`` as the ``avo.model`` activity on some worker."""
+
+    def __init__(self, real: Any, *, timeout: float, heartbeat: float) -> None:
+        self.name = getattr(real, "name", None)
+        self.model = getattr(real, "model", None)
+        self.supports_output_schema = getattr(real, "supports_output_schema", False) is True
+        self._options: dict[str, Any] = {
+            "start_to_close_timeout": timedelta(seconds=timeout),
+            "heartbeat_timeout": timedelta(seconds=heartbeat),
+            "retry_policy": RetryPolicy(
+                initial_interval=timedelta(milliseconds=200),
+                maximum_interval=timedelta(seconds=10),
+                maximum_attempts=10,
+            ),
+        }
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        try:
+            data = await workflow.execute_activity(MODEL, dump(request), **self._options)
+        except ActivityError as exc:
+            error = error_from(exc)
+            if isinstance(error, AvoError):
+                raise error from None
+            raise ProviderError(f"the model call activity failed: {exc.cause or exc}") from None
+        return ModelResponse.model_validate(data)
+
+
+class ActivityToolRegistry(ToolRegistry):
+    """The worker's tools (their metadata here), each call run by the ``avo.tool`` activity."""
+
+    def __init__(self, real: ToolRegistry, *, run_id: str, timeout: float | None, heartbeat: float):
+        super().__init__(real.get(name) for name in real.names())
+        self._run_id = run_id
+        self._dispatches: dict[str, int] = {}
+        self._timeout = timedelta(seconds=(timeout or 3600) + heartbeat)
+        self._heartbeat = timedelta(seconds=heartbeat)
+
+    def _retry(self, effect: ToolEffect) -> RetryPolicy:
+        # A retry is always safe: it returns the ledger's result, reruns a call whose
+        # effect allows it, or reports an unknown outcome (see effects.py).
+        return RetryPolicy(
+            initial_interval=timedelta(milliseconds=200),
+            maximum_interval=timedelta(seconds=5),
+            maximum_attempts=5,
+        )
+
+    async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
+        if call.tool_call_id in completed_tool_call_ids:
+            raise ToolAlreadyCompletedError(
+                f"tool call {call.tool_call_id!r} ({call.name}) already completed; "
+                "refusing to run it twice",
+                tool_call_id=call.tool_call_id,
+            )
+        metadata = self.metadata_of(call.name)
+        effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
+        dispatch = self._dispatches.get(call.tool_call_id, 0) + 1
+        self._dispatches[call.tool_call_id] = dispatch
+        job = {"run_id": self._run_id, "call": dump(call), "dispatch": dispatch}
+        started_at, started = workflow.now(), workflow.time()
+        try:
+            data = await workflow.execute_activity(
+                TOOL,
+                job,
+                start_to_close_timeout=self._timeout,
+                heartbeat_timeout=self._heartbeat,
+                retry_policy=self._retry(effect),
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_OUTCOME:
+                raise ToolOutcomeUnknownError(
+                    cause.message, tool_call_id=call.tool_call_id, tool_name=call.name
+                ) from None
+            error = error_from(exc)
+            if isinstance(error, AvoError):
+                raise error from None
+            if effect is ToolEffect.NON_IDEMPOTENT:
+                raise ToolOutcomeUnknownError(
+                    f"the workers running {call.name} kept failing ({cause or exc})",
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.name,
+                ) from None
+            error_text = f"Tool {call.name!r} could not be run by a worker: {cause or exc}"
+            return failed_result(
+                call, error_text, started_at, started, clock=workflow.now, timer=workflow.time
+            )
+        return ToolResult.model_validate(data)
+
+
+class ActivityStore:
+    """The avo event store, each method the ``avo.store`` activity (retried writes: idempotent).
+
+    A local activity: it runs on the worker that runs the workflow task, with
+    no round trip through the server (its result is recorded in the history
+    all the same), since any worker reaches the store.
+    """
+
+    async def _call(self, method: str, **args: Any) -> Any:
+        try:
+            return await workflow.execute_local_activity(
+                STORE, {"method": method, "args": args}, **_STORE_OPTIONS
+            )
+        except ActivityError as exc:
+            error = error_from(exc)
+            if isinstance(error, AvoError):
+                raise error from None
+            raise StorageError(
+                f"the event store activity {method} failed: {exc.cause or exc}"
+            ) from None
+
+    async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
+        return RunRecord.model_validate(
+            await self._call("create_run", run=dump(run), event=dump(event))
+        )
+
+    async def append_batch(
+        self, run: RunRecord, events: Any, checkpoint: Checkpoint | None = None
+    ) -> list[AgentEvent]:
+        data = await self._call(
+            "append_batch", run=dump(run), events=dump(list(events)), checkpoint=dump(checkpoint)
+        )
+        return load(AgentEvent, data)  # type: ignore[no-any-return]
+
+    async def append_event(self, event: AgentEvent) -> AgentEvent:
+        return AgentEvent.model_validate(await self._call("append_event", event=dump(event)))
+
+    async def append_event_and_update_run(
+        self, event: AgentEvent, run: RunRecord
+    ) -> tuple[AgentEvent, RunRecord]:
+        data = await self._call("append_event", event=dump(event), run=dump(run))
+        return AgentEvent.model_validate(data), run
+
+    async def save_checkpoint(
+        self, checkpoint: Checkpoint, event: AgentEvent
+    ) -> tuple[Checkpoint, AgentEvent]:
+        data = await self._call("save_checkpoint", checkpoint=dump(checkpoint), event=dump(event))
+        return Checkpoint.model_validate(data[0]), AgentEvent.model_validate(data[1])
+
+    async def finalize_run(
+        self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
+    ) -> tuple[AgentEvent, AgentEvent]:
+        data = await self._call(
+            "finalize_run",
+            run=dump(run),
+            state_event=dump(state_event),
+            terminal_event=dump(terminal_event),
+        )
+        return AgentEvent.model_validate(data[0]), AgentEvent.model_validate(data[1])
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        return load(RunRecord, await self._call("get_run", run_id=run_id))  # type: ignore[no-any-return]
+
+    async def update_run(self, run: RunRecord) -> RunRecord:
+        return RunRecord.model_validate(await self._call("update_run", run=dump(run)))
+
+    async def list_runs(self) -> list[RunRecord]:
+        return load(RunRecord, await self._call("list_runs"))  # type: ignore[no-any-return]
+
+    async def get_events(self, run_id: str) -> list[AgentEvent]:
+        return load(AgentEvent, await self._call("get_events", run_id=run_id))  # type: ignore[no-any-return]
+
+    async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        data = await self._call("get_latest_checkpoint", run_id=run_id)
+        return load(Checkpoint, data)  # type: ignore[no-any-return]
+
+    async def is_terminal_run(self, run_id: str) -> bool:
+        return bool(await self._call("is_terminal_run", run_id=run_id))
+
+    async def close(self) -> None:
+        return None
+
+
+class ReplaySafePlugins:
+    """The worker's plugin manager as the workflow's runtime sees it.
+
+    ``avo_event_appended`` is not called here: the store activity calls it on
+    the worker, once, right after the write that stored the event (a replay,
+    or a write found already done, tells nobody again), so a token ledger
+    counts each model call once. The other run-lifecycle observers are called
+    when the workflow makes the decision, not when a replay re-executes it.
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)
+
+    def call_observers(self, hook_name: str, **kwargs: Any) -> Any:
+        if hook_name == "avo_event_appended" or workflow.unsafe.is_replaying():
+            return []
+        return self._manager.call_observers(hook_name, **kwargs)
+
+
+__all__ = ["ActivityProvider", "ActivityStore", "ActivityToolRegistry", "ReplaySafePlugins"]

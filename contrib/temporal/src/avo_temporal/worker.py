@@ -1,0 +1,41 @@
+"""The worker of ``avo worker --engine temporal``: the run workflow and the three activities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from avo_temporal.activities import AvoActivities
+from avo_temporal.workflow import AvoRunWorkflow
+
+DEFAULT_CONCURRENCY = 100
+
+
+def build_worker(
+    client: Any, task_queue: str, activities: AvoActivities, *, concurrency: int | None = None
+) -> Worker:
+    """A worker polling ``task_queue``: workflows in Temporal's sandbox, activities on this loop.
+
+    The sandbox passes the avo kernel and plugins through (imported once, not per
+    workflow): the workflow's determinism comes from the runtime's seams (clock,
+    timers, random source, ids), which the workflow sets to Temporal's own.
+    """
+    limit = concurrency or DEFAULT_CONCURRENCY
+    runner = SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
+    )
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AvoRunWorkflow],
+        activities=[activities.model, activities.tool, activities.store_call],
+        workflow_runner=runner,
+        max_concurrent_activities=limit,
+        max_concurrent_workflow_tasks=max(2, min(limit, 50)),
+        max_cached_workflows=max(100, limit * 4),
+    )
+
+
+__all__ = ["DEFAULT_CONCURRENCY", "build_worker"]

@@ -1,0 +1,182 @@
+"""The avo run workflow: the kernel's own state machine, driven inside Temporal.
+
+The workflow builds an :class:`~avo.runtime.AgentRuntime` with
+:meth:`~avo.runtime.AgentRuntime.derive` from the worker's composed runtime,
+swapping in the activity proxies (:mod:`avo_temporal.proxies`) and
+deterministic seams: the workflow clock, timers, random source and ids. Then
+it calls ``run`` / ``resume`` like any driver; the kernel's handlers make
+every decision, here as in process. A replay (another worker taking over
+after a crash) re-executes the same decisions against the recorded activity
+results, so the in-memory run state is rebuilt without calling anything again.
+
+Signals carry the kernel's operations (``avo.engines.OPERATIONS``): ``cancel``
+ends the run, ``answer`` records a person's answers and continues a paused
+run, ``resume`` continues one. The workflow lives until its run is terminal:
+a paused run's workflow waits for a signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from avo.approval import Answer, AnswerKind
+    from avo.exceptions import AvoError
+    from avo.models import RunResult
+    from avo.ops.cancel import cancel_run
+    from avo.state import is_terminal
+    from avo_temporal import _context
+    from avo_temporal.codec import dump
+    from avo_temporal.proxies import (
+        ActivityProvider,
+        ActivityStore,
+        ActivityToolRegistry,
+        ReplaySafePlugins,
+    )
+
+WORKFLOW = "avo.run"
+"""The workflow type name; its id is the avo run id."""
+
+
+class _Ids:
+    """Ids numbered within the run: the same on every execution of the workflow code.
+
+    (Temporal's own random seed can change between executions of a workflow
+    task; ids made from a counter and the run id cannot.)
+    """
+
+    def __init__(self, run_id: str, kind: str) -> None:
+        self._base = uuid.uuid5(uuid.NAMESPACE_URL, f"avo-run:{run_id}:{kind}")
+        self._next = 0
+
+    def __call__(self) -> str:
+        self._next += 1
+        return str(uuid.uuid5(self._base, str(self._next)))
+
+
+def _answer(payload: Any) -> Answer:
+    if not isinstance(payload, dict):
+        return Answer.coerce(payload)
+    return Answer(
+        AnswerKind(str(payload.get("decision", "approve"))),
+        payload.get("reason"),
+        payload.get("text"),
+        payload.get("by"),
+    )
+
+
+@workflow.defn(name=WORKFLOW)
+class AvoRunWorkflow:
+    """One avo run (workflow id = run id)."""
+
+    def __init__(self) -> None:
+        self._signals: list[tuple[str, dict[str, Any]]] = []
+        self._runtime: Any = None
+        self._driving = False
+
+    def _build(self, run_id: str) -> Any:
+        context = _context.lookup(workflow.info().task_queue)
+        real = context.runtime
+        settings = context.settings
+        rt = real.derive(
+            provider=ActivityProvider(
+                real.provider,
+                timeout=settings.model_timeout_seconds,
+                heartbeat=settings.heartbeat_seconds,
+            ),
+            tools=ActivityToolRegistry(
+                real.tools,
+                run_id=run_id,
+                timeout=real.policy.tool_timeout_seconds,
+                heartbeat=settings.heartbeat_seconds,
+            ),
+            event_store=ActivityStore(),
+            clock=workflow.now,
+            sleep=asyncio.sleep,
+            stream_callback=None,
+            answerer=None,
+            **({"plugins": ReplaySafePlugins(context.plugins)} if context.plugins else {}),
+        )
+        rt.call_ids = _Ids(run_id, "call")
+        rt.event_ids = _Ids(run_id, "event")
+        rt.timer = workflow.time
+        rt.random = random.Random(f"avo-run:{run_id}").random  # backoff jitter
+        rt.engine = {"name": "temporal", "settings": settings.public()}
+        return rt
+
+    async def _drive(self, driving: Any) -> RunResult:
+        self._driving = True
+        try:
+            return await driving  # type: ignore[no-any-return]
+        finally:
+            self._driving = False
+
+    @workflow.run
+    async def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        run_id = str(job["run_id"])
+        rt = self._runtime = self._build(run_id)
+        if job.get("resume"):
+            result = await self._drive(rt.resume(run_id, lease=False))
+        else:
+            result = await self._drive(
+                rt.run(
+                    str(job["task"]),
+                    run_id=run_id,
+                    system_prompt=job.get("system_prompt"),
+                    user_state=dict(job.get("user_state") or {}),
+                )
+            )
+        while not is_terminal(result.status):
+            await workflow.wait_condition(lambda: bool(self._signals))
+            operation, payload = self._signals.pop(0)
+            try:
+                result = await self._operate(rt, run_id, operation, payload, result)
+            except AvoError as exc:  # e.g. an unsafe resume: the run waits for the next signal
+                workflow.logger.warning("run %s: %s refused: %s", run_id, operation, exc)
+        return dump(result)  # type: ignore[no-any-return]
+
+    async def _operate(
+        self, rt: Any, run_id: str, operation: str, payload: dict[str, Any], result: RunResult
+    ) -> RunResult:
+        if operation == "cancel":
+            head = await rt.event_store.get_run(run_id)
+            if head is None or is_terminal(head.state):
+                return result
+            return await cancel_run(rt, head, str(payload.get("reason") or "cancelled"))  # type: ignore[no-any-return]
+        if operation == "answer":
+            answers = {key: _answer(value) for key, value in dict(payload["answers"]).items()}
+            return await self._drive(rt.resume(run_id, answers=answers, lease=False))
+        if operation == "resume":
+            return await self._drive(rt.resume(run_id, lease=False))
+        return result
+
+    @workflow.signal(name="cancel")
+    def cancel(self, payload: dict[str, Any]) -> None:
+        """End the run: now if it is being driven, else once the workflow reads the signal."""
+        if self._driving and self._runtime is not None:
+            self._runtime.cancel(str(payload.get("reason") or "cancelled"))
+            return
+        self._signals.append(("cancel", dict(payload)))
+
+    @workflow.signal(name="answer")
+    def answer(self, payload: dict[str, Any]) -> None:
+        """A person's answers to the paused run's requests: record them and continue."""
+        self._signals.append(("answer", dict(payload)))
+
+    @workflow.signal(name="resume")
+    def resume(self, payload: dict[str, Any]) -> None:
+        """Continue a run that stopped without finishing."""
+        self._signals.append(("resume", dict(payload)))
+
+    @workflow.query(name="state")
+    def state(self) -> str:
+        """Whether the workflow is driving its run now (``driving``) or waiting (``waiting``)."""
+        return "driving" if self._driving else "waiting"
+
+
+__all__ = ["WORKFLOW", "AvoRunWorkflow"]

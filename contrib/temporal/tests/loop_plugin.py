@@ -1,0 +1,80 @@
+"""Source of the test distribution ``avo-temporal-testloop`` (written into each test's tmp dir).
+
+``loop`` is a fake model that is a function of its request (so any worker can
+answer any run's step, before or after a crash): for task ``T`` it asks for
+``append_line("T k")`` for k = 0 .. calls-1, one call per turn, then answers
+``T done``. ``append_line`` is a non-idempotent tool: it appends a line to a
+file (with ``delay`` seconds in the middle, a window to kill a worker in).
+"""
+
+SOURCE = """
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from avo.models import ModelResponse, TokenUsage, ToolCall, ToolEffect, ToolRisk
+from avo.plugins import ProviderSpec, ToolSpec, provides
+from avo.tools import FunctionTool
+
+
+class LoopProvider:
+    name = "loop"
+    model = "loop-1"
+
+    def __init__(self, settings):
+        self.calls = int(settings.get("calls", 3))
+
+    async def generate(self, request):
+        task = next(m["content"] for m in request.messages if m.get("role") == "user")
+        done = sum(1 for m in request.messages if m.get("role") == "tool")
+        usage = TokenUsage(input_tokens=10, output_tokens=5)
+        if done < self.calls:
+            call = ToolCall(name="append_line", arguments={"line": f"{task} {done}"})
+            return ModelResponse(tool_calls=[call], usage=usage)
+        return ModelResponse(content=f"{task} done", usage=usage)
+
+
+def make_provider(settings, environ=None):
+    return LoopProvider(settings)
+
+
+class Line(BaseModel):
+    line: str
+
+
+def make_append(settings):
+    path = Path(settings["path"])
+    delay = float(settings.get("delay", 0))
+
+    def append(args):
+        with path.open("a", encoding="utf-8") as handle:
+            if not delay:  # one write: a line is all there or not there
+                handle.write(args.line + "\\n")
+                return {"appended": args.line}
+            handle.write(args.line)
+            handle.flush()
+            time.sleep(delay)
+            handle.write("\\n")
+        return {"appended": args.line}
+
+    return FunctionTool(
+        name="append_line",
+        description="append a line to the file",
+        arguments_model=Line,
+        function=append,
+        risk=ToolRisk.MODIFY,
+        effect=ToolEffect.NON_IDEMPOTENT,
+    )
+
+
+provider = provides(ProviderSpec(name="loop", factory=make_provider, models=("loop-1",)))
+tool = provides(
+    ToolSpec(
+        name="append_line",
+        factory=make_append,
+        risk=ToolRisk.MODIFY,
+        effect=ToolEffect.NON_IDEMPOTENT,
+    )
+)
+"""

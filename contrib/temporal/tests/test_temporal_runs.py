@@ -1,0 +1,142 @@
+"""Runs as Temporal workflows, end to end: real dev server, real worker processes, real store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from avo.compose import open_store
+from avo.engines import engine_record
+from avo.events import EventType, RunLogState
+from conftest import Fleet, submit
+
+
+async def _events(fleet: Fleet, run_id: str) -> list:
+    store = open_store(fleet.store)
+    try:
+        return await store.get_events(run_id)
+    finally:
+        await store.close()
+
+
+def test_avo_run_engine_temporal_drives_the_run_on_a_worker(fleet: Fleet) -> None:
+    fleet.start_worker()
+    done = fleet.avo("run", "--engine", "temporal", "--json", "alpha", timeout=180)
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed", fleet.logs()
+    assert result["output"] == "alpha done"
+    run_id = result["run_id"]
+    assert fleet.effects.read_text().splitlines() == ["alpha 0", "alpha 1", "alpha 2"]
+    events = asyncio.run(_events(fleet, run_id))
+    log = RunLogState.from_events(run_id, events)  # the kernel's invariant checks, in order
+    assert log.last_sequence == len(events) == events[-1].sequence
+    assert engine_record(events) == {
+        "name": "temporal",
+        "settings": {
+            "address": fleet.address,
+            "namespace": "default",
+            "task_queue": fleet.queue,
+        },
+    }
+    kinds = [e.event_type for e in events]
+    assert kinds.count(EventType.TOOL_COMPLETED) == 3 and kinds[-1] is EventType.RUN_COMPLETED
+    inspected = fleet.avo("runs", "inspect", run_id)
+    assert "completed" in inspected.stdout
+
+
+async def _wait_for(fleet: Fleet, run_id: str, *states: str, timeout: float = 90) -> object:
+    store = open_store(fleet.store)
+    try:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            head = await store.get_run(run_id)
+            if head is not None and head.state.value in states:
+                events = await store.get_events(run_id)
+                if head.state.value != "paused" or events[-1].payload.get("to_state") == "paused":
+                    return head
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"run {run_id} is {head and head.state.value}, not {states}")
+            await asyncio.sleep(0.2)
+    finally:
+        await store.close()
+
+
+def test_approvals_and_cancel_reach_the_workflow_as_signals(fleet: Fleet) -> None:
+    fleet.write_config(calls=1, mode="default")  # modify tools ask a person
+    fleet.start_worker()
+    first = json.loads(fleet.avo("run", "--json", "beta", check=False, timeout=180).stdout)
+    assert first["status"] == "paused" and first["waiting"][0]["kind"] == "approval"
+    assert not fleet.effects.exists()
+    fleet.avo("runs", "approve", first["run_id"], "--reason", "fine")
+    head = asyncio.run(_wait_for(fleet, first["run_id"], "completed"))
+    assert head.output == "beta done"  # type: ignore[attr-defined]
+    assert fleet.effects.read_text() == "beta 0\n"
+
+    second = json.loads(fleet.avo("run", "--json", "gamma", check=False, timeout=180).stdout)
+    assert second["status"] == "paused"
+    fleet.avo("runs", "cancel", second["run_id"], "--reason", "not today")
+    head = asyncio.run(_wait_for(fleet, second["run_id"], "cancelled"))
+    assert head.error == "not today"  # type: ignore[attr-defined]
+    events = asyncio.run(_events(fleet, second["run_id"]))
+    RunLogState.from_events(second["run_id"], events)
+    assert fleet.effects.read_text() == "beta 0\n"  # the denied-by-cancel call never ran
+
+
+def test_an_unreachable_server_and_bad_settings_are_one_clear_line(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    from avo_temporal.devserver import free_port
+
+    port = free_port()
+    text = fleet.config.read_text().replace(fleet.address, f"127.0.0.1:{port}")
+    fleet.config.write_text(text.replace("heartbeat_seconds = 2", "connect_timeout_seconds = 2"))
+    done = fleet.avo("run", "--engine", "temporal", "delta", check=False)
+    assert done.returncode == 2
+    assert f"avo: cannot reach the Temporal server at 127.0.0.1:{port}" in done.stderr
+    assert "AVO_TEMPORAL_ADDRESS" in done.stderr
+    fleet.config.write_text(text.replace("heartbeat_seconds = 2", "adress = 'x:1'"))
+    done = fleet.avo("worker", check=False)
+    assert done.returncode == 2 and "adress" in done.stderr and "accepts" in done.stderr
+    env_bad = fleet.avo("run", "delta", check=False)
+    assert env_bad.returncode == 2
+
+
+def test_a_worker_killed_mid_call_makes_the_unknown_outcome_a_question_for_a_person(
+    fleet: Fleet,
+) -> None:
+    fleet.write_config(calls=1, delay=30.0)  # the append stops halfway for 30 s
+    first = fleet.start_worker()
+    run_id = asyncio.run(submit(fleet, "omega"))
+    deadline = time.monotonic() + 60
+    while not (fleet.effects.exists() and fleet.effects.read_text() == "omega 0"):
+        assert time.monotonic() < deadline, fleet.logs()
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)  # cut mid-effect: half a line written
+    first.wait()
+    fleet.write_config(calls=1, delay=0.0)
+    fleet.start_worker()
+    asyncio.run(_wait_for(fleet, run_id, "paused", timeout=120))
+    events = asyncio.run(_events(fleet, run_id))
+    asked = [e for e in events if e.event_type is EventType.HUMAN_INPUT_REQUESTED]
+    assert asked and asked[-1].payload["rule"] == "outcome_unknown"
+    fleet.avo("runs", "deny", run_id, "--reason", "it already happened")
+    asyncio.run(_wait_for(fleet, run_id, "completed"))
+    assert fleet.effects.read_text() == "omega 0"  # never run again
+    events = asyncio.run(_events(fleet, run_id))
+    RunLogState.from_events(run_id, events)
+    failed = [e for e in events if e.event_type is EventType.TOOL_FAILED]
+    assert "it already happened" in str(failed[0].payload["error"])
+
+
+@pytest.mark.parametrize("operation", ["answer", "cancel"])
+def test_signal_names_are_the_kernel_operations(operation: str) -> None:
+    from avo.engines import OPERATIONS
+    from avo_temporal.workflow import AvoRunWorkflow
+
+    assert operation in OPERATIONS
+    assert callable(getattr(AvoRunWorkflow, operation))
