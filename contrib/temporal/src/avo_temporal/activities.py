@@ -147,10 +147,24 @@ class AvoActivities:
 
 async def _stored(store: Any, run_id: str, events: list[AgentEvent]) -> list[AgentEvent] | None:
     """The stored copies of ``events`` when an earlier attempt already wrote them."""
-    by_id = {event.event_id: event for event in await store.get_events(run_id)}
+    stored = await store.get_events(run_id)
+    by_id = {event.event_id: event for event in stored}
     found = [by_id.get(event.event_id) for event in events]
-    if all(event is not None for event in found):
+    if all(
+        event is not None and event.event_type is mine.event_type
+        for event, mine in zip(found, events, strict=True)
+    ):
         return [event for event in found if event is not None]
+    if any(event is not None for event in found) or (
+        events and events[0].sequence and events[0].sequence <= len(stored)
+    ):
+        mine = [(e.sequence, e.event_type.value, e.event_id[:8]) for e in events]
+        theirs = [
+            (e.sequence, e.event_type.value, e.event_id[:8])
+            for e in stored
+            if e.sequence >= (events[0].sequence or 0)
+        ]
+        activity.logger.error("run %s: batch %s does not match the stored %s", run_id, mine, theirs)
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from pydantic import JsonValue
@@ -15,6 +16,15 @@ from avo_temporal.connection import connect
 from avo_temporal.settings import TemporalSettings, load_settings
 
 NAME = "temporal"
+
+TASK_TIMEOUT = timedelta(seconds=60)
+"""How long one workflow task may take before Temporal hands it to another worker.
+
+A workflow task includes the run's store writes (local activities). A task
+handed over while its first worker still runs it could write what the
+workflow's history never records, so the limit is generous (Temporal's
+maximum is 120 s); a killed worker's tasks move on after it.
+"""
 
 
 class TemporalEngine:
@@ -57,6 +67,7 @@ class TemporalEngine:
                 id=submission.run_id,
                 task_queue=task_queue or self.settings.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                task_timeout=TASK_TIMEOUT,
             )
         except WorkflowAlreadyStartedError:
             raise EngineError(
@@ -100,6 +111,7 @@ class TemporalEngine:
             id=run_id,
             task_queue=self.settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            task_timeout=TASK_TIMEOUT,
         )
 
     async def serve(self, options: WorkerOptions) -> None:

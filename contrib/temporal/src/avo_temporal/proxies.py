@@ -46,6 +46,11 @@ _STORE_OPTIONS: dict[str, Any] = {
 }
 
 
+_READS = frozenset(
+    {"get_run", "get_events", "get_latest_checkpoint", "is_terminal_run", "list_runs"}
+)
+
+
 class ActivityProvider:
     """``generate`` as the ``avo.model`` activity on some worker."""
 
@@ -139,16 +144,20 @@ class ActivityToolRegistry(ToolRegistry):
 class ActivityStore:
     """The avo event store, each method the ``avo.store`` activity (retried writes: idempotent).
 
-    A local activity: it runs on the worker that runs the workflow task, with
-    no round trip through the server (its result is recorded in the history
-    all the same), since any worker reaches the store.
+    Writes are ordinary activities: one runs only once the workflow's history
+    has recorded the decision to run it, so a workflow task that Temporal gave
+    to another worker (its first worker slow or gone) cannot write what the
+    history never knew, and a retry carries the same events (same ids) and
+    finds them stored. Reads are local activities (on the worker running the
+    workflow task, no round trip through the server).
     """
 
     async def _call(self, method: str, **args: Any) -> Any:
+        job = {"method": method, "args": args}
         try:
-            return await workflow.execute_local_activity(
-                STORE, {"method": method, "args": args}, **_STORE_OPTIONS
-            )
+            if method in _READS:  # nothing to undo if a stale task ran it: no server round trip
+                return await workflow.execute_local_activity(STORE, job, **_STORE_OPTIONS)
+            return await workflow.execute_activity(STORE, job, **_STORE_OPTIONS)
         except ActivityError as exc:
             error = error_from(exc)
             if isinstance(error, AvoError):
