@@ -116,7 +116,6 @@ class TemporalEngine:
 
     async def serve(self, options: WorkerOptions) -> None:
         """Compose this worker's runtime from ``options``; poll the task queue until cancelled."""
-        from avo.compose import compose
         from avo_temporal import _context
         from avo_temporal.activities import AvoActivities
         from avo_temporal.effects import ledger_for
@@ -124,7 +123,7 @@ class TemporalEngine:
 
         client = await self.client()
         queue = options.task_queue or self.settings.task_queue
-        made = compose(resolved=options.resolved, workspace=options.workspace)
+        made = await _compose(options)
         store_table = made.config.store
         store_settings = getattr(store_table, "settings", None) or {}
         ledger = ledger_for(made.store_location, made.event_store, dict(store_settings))
@@ -146,6 +145,23 @@ class TemporalEngine:
             with contextlib.suppress(Exception):
                 await ledger.close()
             await made.aclose()
+
+
+async def _compose(options: WorkerOptions, attempts: int = 10) -> Any:
+    """The worker's runtime; a busy store (a SQLite file other workers write) is tried again."""
+    import asyncio
+
+    from avo.compose import compose
+    from avo.exceptions import StorageError
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return compose(resolved=options.resolved, workspace=options.workspace)
+        except StorageError:
+            if attempt == attempts:
+                raise
+            await asyncio.sleep(min(0.2 * 2**attempt, 3.0))
+    raise AssertionError("unreachable")
 
 
 __all__ = ["NAME", "TemporalEngine"]

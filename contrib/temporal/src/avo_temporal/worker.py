@@ -11,6 +11,7 @@ from avo_temporal.activities import AvoActivities
 from avo_temporal.workflow import AvoRunWorkflow
 
 DEFAULT_CONCURRENCY = 100
+WORKFLOW_TASKS = 4
 
 
 def build_worker(
@@ -33,7 +34,9 @@ def build_worker(
         activities=[activities.model, activities.tool, activities.store_call],
         workflow_runner=runner,
         max_concurrent_activities=limit,
-        max_concurrent_workflow_tasks=max(2, min(limit, 50)),
+        # Workflow tasks are CPU work under one GIL: a few at a time each finish fast
+        # (many at once all finish late, and a late task is handed to another worker).
+        max_concurrent_workflow_tasks=WORKFLOW_TASKS,
         max_cached_workflows=max(100, limit * 4),
     )
 
