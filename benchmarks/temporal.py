@@ -27,12 +27,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "contrib" / "temporal" / "tests"))
 
+from temporal_fleet import Fleet  # noqa: E402
+
 from avo.compose import compose, open_store, resolve_config  # noqa: E402
 from avo.engines import RunSubmission  # noqa: E402
 from avo.models import new_id  # noqa: E402
 from avo_temporal.devserver import dev_server  # noqa: E402
 from avo_temporal.engine import TemporalEngine  # noqa: E402
-from conftest import Fleet  # noqa: E402
 
 CALLS = 3
 STEPS = CALLS + 1  # model steps per run

@@ -22,13 +22,13 @@ import time
 from collections import Counter
 
 import pytest
+from temporal_fleet import Fleet, submit
 
 from avo.approval import Answer
 from avo.compose import open_store
 from avo.events import EventType, RunLogState
 from avo.exceptions import StorageError
 from avo.ops import answer_requests
-from conftest import Fleet, submit
 
 ENDED_BADLY = {"failed", "cancelled", "stopped"}
 RUNS = 200

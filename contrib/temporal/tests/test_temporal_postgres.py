@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporal_fleet import Fleet
 
 from avo.compose import open_store
 from avo.events import RunLogState
-from conftest import Fleet
 
 DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"), "postgres.dsn")
 

@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from temporal_fleet import Fleet, submit
 
 from avo.compose import open_store
 from avo.engines import engine_record
 from avo.events import EventType, RunLogState
-from conftest import Fleet, submit
 
 
 async def _events(fleet: Fleet, run_id: str) -> list:
