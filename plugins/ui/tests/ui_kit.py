@@ -30,7 +30,7 @@ CHROMIUM_ARGS = [
 
 STEPS = """
 [[provider.settings.script]]
-tool_call = {name = "run_shell", arguments = {command = "sleep 0.6; echo measured"}}
+tool_call = {name = "run_shell", arguments = {command = "sleep 2.5; echo measured"}}
 usage = {input_tokens = 820, output_tokens = 41}
 
 [[provider.settings.script]]
@@ -38,7 +38,7 @@ tool_call = {name = "read_file", arguments = {path = "notes.md"}}
 usage = {input_tokens = 905, output_tokens = 38}
 
 [[provider.settings.script]]
-tool_call = {name = "run_shell", arguments = {command = "sleep 0.6; wc -l notes.md"}}
+tool_call = {name = "run_shell", arguments = {command = "sleep 1.5; wc -l notes.md"}}
 usage = {input_tokens = 990, output_tokens = 35}
 
 [[provider.settings.script]]

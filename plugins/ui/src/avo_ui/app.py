@@ -183,6 +183,28 @@ def _usd(value: str, name: str) -> Decimal | None:
     return amount
 
 
+class _Rates(Mapping[tuple[str, str], tuple[Decimal, Decimal]]):
+    """USD per 1k tokens of any (provider, model), looked up in the price book when asked."""
+
+    def __init__(self, prices: Any) -> None:
+        self.prices = prices
+        self.seen: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
+
+    def __getitem__(self, key: tuple[str, str]) -> tuple[Decimal, Decimal]:
+        if key not in self.seen:
+            found, _ = self.prices.lookup(*key)
+            if found is None:
+                raise KeyError(key)
+            self.seen[key] = found.per_1k()
+        return self.seen[key]
+
+    def __iter__(self) -> Any:
+        return iter(self.seen)
+
+    def __len__(self) -> int:
+        return len(self.seen)
+
+
 def _query(
     request: Request, ui: UI, models: list[tuple[str, str]]
 ) -> tuple[RunQuery, dict[str, str]]:
@@ -198,15 +220,7 @@ def _query(
     until = _day(params.get("to", ""), "to")
     min_cost = _usd(params.get("min_cost", ""), "min_cost")
     max_cost = _usd(params.get("max_cost", ""), "max_cost")
-    rates: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
-    if min_cost is not None or max_cost is not None:
-        wanted = {*models}
-        if params.get("provider") and params.get("model"):
-            wanted.add((params["provider"], params["model"]))
-        for provider, model in wanted:
-            found, _ = ui.prices.lookup(provider, model)
-            if found is not None:
-                rates[(provider, model)] = found.per_1k()
+    rates = _Rates(ui.prices) if min_cost is not None or max_cost is not None else {}
     query = RunQuery(
         text=params.get("q") or None,
         states=states,

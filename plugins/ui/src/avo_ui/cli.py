@@ -68,6 +68,10 @@ async def serve(args: Any) -> int:
     guard, generated = Guard.for_bind(args.host, args.token or environ.get("AVO_UI_TOKEN") or None)
     store, location = await _open_store(args, workspace, environ)
     app = create_app(store, guard=guard, workspace=workspace, config=args.config, environ=environ)
+    # gathered before the link is printed, so the first page does not pay for them
+    facets = await app.state.ui.facet_values()
+    for provider, model in facets.models[:20]:
+        app.state.ui.prices.lookup(provider, model)  # loads the plugins' catalogs
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", lifespan="off"
     )
