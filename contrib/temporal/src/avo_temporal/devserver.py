@@ -55,6 +55,7 @@ def dev_server(directory: str | Path | None = None, *, timeout: float = 60.0) ->
     port, http_port, metrics_port = free_port(), free_port(), free_port()
     with contextlib.ExitStack() as stack:
         where = Path(directory or stack.enter_context(tempfile.TemporaryDirectory()))
+        where.mkdir(parents=True, exist_ok=True)
         log = (where / "temporal-server.log").open("w")
         stack.callback(log.close)
         command = [
