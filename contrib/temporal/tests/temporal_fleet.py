@@ -56,7 +56,9 @@ class Fleet:
             f"delay = {delay}}}}}]\n"
             f"{hooks}"
             f'[permission]\nmode = "{mode}"\n'
-            f"[policy]\nmax_runtime_seconds = 3600\nprovider_timeout_seconds = 600\n"
+            # a busy machine queues calls for minutes: keep the policy's limits out of the way
+            "[policy]\nmax_runtime_seconds = 3600\n"
+            "provider_timeout_seconds = 600\ntool_timeout_seconds = 600\n"
             f'[provider]\nname = "loop"\n[provider.settings]\ncalls = {calls}\n'
             f'[store]\nlocation = "{self.store}"\n{self.store_settings}'
             f'[engine]\nname = "temporal"\n[engine.settings]\naddress = "{self.address}"\n'
