@@ -23,6 +23,7 @@ from avo.blobs import blob_id
 from avo.content_blocks import DocumentBlock, ImageBlock
 from avo.models import ModelResponse, ToolCall, ToolRisk
 from avo.ops.approval import answer
+from avo.ops.replay import replay
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -142,3 +143,7 @@ async def test_attachments_survive_a_pause_and_a_resume_from_a_new_connection(
     assert content[1]["data"] == base64.b64encode(PNG).decode()  # type: ignore[index]
     assert content[2]["data"] == base64.b64encode(PDF).decode()  # type: ignore[index]
     assert content[2]["name"] == "report.pdf"  # type: ignore[index]
+    # Replay gives the recorded attachments (blob references) back to the replayed
+    # run, so the replayed request and events match the recording.
+    report = await replay(second_store, paused.run_id)
+    assert report.ok, report.divergence

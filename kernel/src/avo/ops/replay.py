@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avo.approval import DEFAULT_DENIAL, Answer, Approval
+from avo.blobs import blob_store_of
 from avo.compose._record import recorded_composition
 from avo.events import AgentEvent, EventType
 from avo.exceptions import ProviderError, RunNotFoundError
@@ -32,6 +33,7 @@ from avo.models import (
     event_id,
 )
 from avo.ops._replay_trace import NOT_REPLAYED, comparable, first_difference
+from avo.plugins.specs import ProviderCapabilities
 from avo.policies import LoopPolicy
 from avo.state import RunState, StopReason, is_terminal
 from avo.tools import ToolRegistry
@@ -233,9 +235,14 @@ class _ReplayProvider:
     name = "replay"
     model = None
 
-    def __init__(self, recording: _Recording) -> None:
+    def __init__(self, recording: _Recording, attachments: list[Any] | None = None) -> None:
         # the recorded provider's name and model, as MODEL_RESPONDED reports them
         self.name, self.model = recording.provider or ("replay", None)
+        # The recording already took the task's attachments: accept what it took.
+        documents = {str(a.get("media_type")) for a in attachments or () if isinstance(a, dict)}
+        self.capabilities = ProviderCapabilities(
+            vision=True, documents=tuple(sorted(documents)), image_urls=True, document_urls=True
+        )
         self._outcomes = list(recording.outcomes)
         self._steering = recording.steering
         self.event_sink: Any = None
@@ -401,7 +408,9 @@ async def replay(
         raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
     first = events[0].payload
     recording = _Recording(events)
-    provider = _ReplayProvider(recording)
+    attachments = first.get("attachments")
+    attached = list(attachments) if isinstance(attachments, list) else []
+    provider = _ReplayProvider(recording, attached)
     record = recorded_composition(first)
     notes: list[str] = []
     policy = LoopPolicy.model_validate(first.get("policy") or {})
@@ -418,6 +427,8 @@ async def replay(
         answerer=recording.answer,
         budget=_budget(record, environ),
         environ=environ,
+        # attachments are read (never written) from the recording store's blobs
+        blob_store=blob_store_of(store) if attached else None,
     )
     provider.runtime = runtime
     # The replayed run mints the recorded call ids again (then fresh ones, past the end).
@@ -429,6 +440,7 @@ async def replay(
         system_prompt=system_prompt if isinstance(system_prompt, str) else None,
         user_state=dict(run.user_state),
         run_id=run_id,
+        attachments=attached,
     )
     if provider.exhausted:
         notes.append("the recording ends before the run does (it was interrupted or crashed)")
