@@ -80,8 +80,11 @@ async def test_http_runtime_run(http_server_url: str) -> None:
 
 
 async def test_http_timeout_and_unreachable(http_server_url: str) -> None:
-    server = MCPHttpServer(url=http_server_url, timeout_seconds=1.0)
+    # Connect and list with room to spare (a loaded machine can take more than a
+    # second to answer tools/list), then hold the hanging call to one second.
+    server = MCPHttpServer(url=http_server_url, timeout_seconds=60.0)
     async with MCPClient(server) as client:
+        server.timeout_seconds = 1.0
         (hang,) = [tool for tool in client.tools() if tool.metadata.name == "hang"]
         with pytest.raises(MCPError, match="did not answer tools/call within 1 seconds"):
             await hang.invoke({})
