@@ -17,7 +17,6 @@ from pydantic import JsonValue
 from avo._hook_faults import report_hook_faults, report_observer_faults
 from avo._run_context import _RunContext
 from avo._steering import SteeringQueue
-from avo._transcript import close_batch, tool_calls_message, trim_batch
 from avo.approval import Answer, Answerer
 from avo.circuit_breaker import CircuitBreaker
 from avo.engines import ENGINE_KEY
@@ -32,20 +31,17 @@ from avo.exceptions import (
 )
 from avo.hooks import HookContext, HookEvent, HookRegistry
 from avo.models import (
-    Checkpoint,
     ModelRequest,
     ModelResponse,
     RunRecord,
     RunResult,
     ToolCall,
-    ToolResult,
     event_id,
     new_id,
     replaced,
     utc_now,
 )
 from avo.policies import LoopPolicy
-from avo.progress import ProgressDetector
 from avo.providers.base import ModelProvider
 from avo.redaction import Redactor, StreamRedactor
 from avo.runtime_answers import output_json_schema, schema_instruction
@@ -61,6 +57,12 @@ from avo.runtime_persistence import (
     result_of,
     terminate,
     transition,
+)
+from avo.runtime_recovery import (
+    call_ids_given,
+    check_output_schema,
+    context_from_checkpoint,
+    recover_results_after_checkpoint,
 )
 from avo.runtime_tools import always_approve
 from avo.state import RunState, StopReason, is_terminal
@@ -436,7 +438,7 @@ class AgentRuntime:
             events = await self.event_store.get_events(run_id)
             log = RunLogState.from_events(run_id, events)
             self._check_plugin_set(run_id, events)
-            _check_output_schema(run_id, events, schema)
+            check_output_schema(run_id, events, schema)
             unsafe = log.open_tool_calls
             if unsafe and log.requested_inputs:  # a person decides about these (their effect
                 unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
@@ -450,14 +452,14 @@ class AgentRuntime:
                 )
             restore_provider(self, run_id, cp.provider_metadata)
             setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
-            ctx = self._context_from_checkpoint(run, log, cp)
+            ctx = context_from_checkpoint(self, run, log, cp)
             ctx.media = _has_media(ctx.messages)
             scope.attach(ctx, cp.shaper_state)
-            ctx.call_ids_seen = _call_ids_given(events)
+            ctx.call_ids_seen = call_ids_given(events)
             ctx.output_model = output_schema
             ctx.output_schema = schema
             restore_turn(ctx, events)
-            target = self._recover_results_after_checkpoint(ctx, cp, events)
+            target = recover_results_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if answers:
                 if log.state is not RunState.PAUSED:
@@ -631,96 +633,6 @@ class AgentRuntime:
 
     # ------------------------------------------------------------------ resume helpers
 
-    def _context_from_checkpoint(
-        self, run: RunRecord, log: RunLogState, cp: Checkpoint
-    ) -> _RunContext:
-        policy = LoopPolicy.model_validate(cp.policy)
-        response = cp.pending_response
-        return _RunContext(
-            batch=getattr(self.event_store, "append_batch", None),
-            run=run.model_copy(
-                update={
-                    "token_usage": cp.token_usage,
-                    "token_accounting_available": cp.token_accounting_available,
-                    "steps": cp.next_step - 1,
-                    "user_state": dict(cp.user_state),
-                }
-            ),
-            log=log,
-            policy=policy,
-            messages=list(cp.messages),
-            started_at=self.clock(),
-            next_step=cp.next_step,
-            detector=ProgressDetector(
-                action_history=cp.repeated_action_history,
-                observation_history=cp.observation_fingerprints,
-                model_history=cp.model_response_fingerprints,
-                progress_markers=cp.progress_markers,
-            ),
-            # Any call with a durable result must never run again.
-            completed_tool_call_ids=set(cp.completed_tool_call_ids) | log.finished_tool_calls,
-            consecutive_errors=cp.consecutive_errors,
-            pending_response=response,
-            partial_output=cp.partial_output,
-            continuation_turns=cp.continuation_turns,
-            output_retries=cp.output_retries,
-        )
-
-    def _recover_results_after_checkpoint(
-        self, ctx: _RunContext, cp: Checkpoint, events: list[AgentEvent]
-    ) -> RunState:
-        """Line the transcript up with the pending decision; reuse durable tool results.
-
-        A checkpoint written while the run was stopping may already hold the
-        decision's messages: they are dropped, the handler adds them again. Calls
-        of the pending batch that finished after the checkpoint keep their
-        durable result (read back from TOOL_COMPLETED / TOOL_FAILED) and never run
-        again; when all did, the run continues from OBSERVATION_RECORDED.
-        """
-        response = ctx.pending_response
-        state = cp.state
-        if response is None:
-            return state
-        messages = ctx.messages
-        if response.content is not None:
-            last = messages[-1] if messages else None
-            if (
-                last is not None
-                and last.get("role") == "assistant"
-                and last.get("content") == response.content
-                and "tool_calls" not in last
-            ):
-                messages.pop()
-            return state
-        calls = list(response.tool_calls)
-        opened = state in _BATCH_STATES
-        trim_batch(messages, calls, keep=opened)
-        if opened:
-            ctx.calls = calls
-        finished = ctx.log.finished_tool_calls
-        done = {call.tool_call_id for call in calls} & finished
-        if not done:
-            return state
-        for event in events:
-            if event.event_type in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
-                call_id = event.payload.get("tool_call_id")
-                if call_id in done and call_id not in ctx.results:
-                    result = ToolResult.model_validate(event.payload["result"])
-                    ctx.results[result.tool_call_id] = result
-        if len(ctx.results) < len(calls) or state not in (
-            RunState.DECISION_RECEIVED,
-            *_BATCH_STATES,
-        ):
-            return state
-        if not opened:
-            messages.append(tool_calls_message(calls, response.thinking))
-            for call in calls:
-                ctx.detector.record_action(call)
-            ctx.calls = calls
-        close_batch(ctx)
-        ctx.pending_response = None
-        return RunState.OBSERVATION_RECORDED
-
     # ------------------------------------------------------------------ plugins
 
     def _start_breaker(self) -> None:
@@ -762,46 +674,6 @@ class AgentRuntime:
         if faults:
             run_id = ctx.run_id if ctx is not None else str(kwargs.get("run_id", "?"))
             report_observer_faults(self, ctx, hook_name, faults, run_id)
-
-
-_BATCH_STATES = (RunState.TOOL_PENDING, RunState.APPROVAL_PENDING, RunState.TOOL_EXECUTING)
-"""States with an open tool-call batch (its assistant message is in the transcript)."""
-
-
-def _call_ids_given(events: list[AgentEvent]) -> set[str]:
-    """Every tool-call id a run's responses carried (its MODEL_RESPONDED events)."""
-    ids: set[str] = set()
-    for event in events:
-        if event.event_type is EventType.MODEL_RESPONDED:
-            response = event.payload.get("response")
-            calls: Any = response.get("tool_calls") if isinstance(response, dict) else None
-            if not calls and isinstance(response, dict) and response.get("tool_call"):
-                calls = [response["tool_call"]]  # a log written before parallel calls
-            for call in calls or ():
-                call_id = call.get("tool_call_id") if isinstance(call, dict) else None
-                if isinstance(call_id, str):
-                    ids.add(call_id)
-    return ids
-
-
-def _check_output_schema(
-    run_id: str, events: list[AgentEvent], schema: dict[str, JsonValue] | None
-) -> None:
-    """Refuse to resume a run with another output schema than the one it started with."""
-    recorded = events[0].payload.get("output_schema") if events else None
-    if recorded == schema:
-        return
-    if recorded is None:
-        problem = "it was started without an output_schema; resume it without one"
-    elif schema is None:
-        title = recorded.get("title") if isinstance(recorded, dict) else None
-        problem = (
-            f"it was started with output_schema={title or 'a model'}; "
-            "pass the same model as resume(run_id, output_schema=...)"
-        )
-    else:
-        problem = "its output_schema differs from the one it was started with"
-    raise UnsafeResumeError(f"Cannot safely resume run {run_id!r}: {problem}", run_id=run_id)
 
 
 def _text_attr(obj: object, name: str) -> str | None:

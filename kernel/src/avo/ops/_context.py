@@ -9,6 +9,7 @@ from avo._run_context import _RunContext
 from avo.events import RunLogState
 from avo.models import Checkpoint, ModelRequest, ModelResponse, RunRecord, replaced
 from avo.policies import LoopPolicy
+from avo.runtime_recovery import context_from_checkpoint
 
 if TYPE_CHECKING:
     from avo.runtime import AgentRuntime
@@ -35,7 +36,7 @@ def run_context(
 ) -> _RunContext:
     """The loop state of a stored run: from its checkpoint, else from its head alone."""
     if checkpoint is not None:
-        ctx = rt._context_from_checkpoint(run, log, checkpoint)
+        ctx = context_from_checkpoint(rt, run, log, checkpoint)
     else:
         ctx = _RunContext(
             batch=getattr(rt.event_store, "append_batch", None),
