@@ -17,11 +17,17 @@ fresh store instance. The check holds the store to what it promised:
 - every stored log is gapless and satisfies the event invariants.
 
 Both functions take the store already opened; files are plain paths.
+:func:`kill_after_acks` picks the moment of the kill by the child's progress
+(how many durable writes it acknowledged), not by wall time, so a loaded
+machine that starts the child slowly still gets killed mid-run.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -150,6 +156,29 @@ def _lines(path: str | Path) -> list[str]:
     return Path(path).read_text().split("\n")[:-1] if Path(path).exists() else []
 
 
+def acknowledged(acks: str | Path) -> int:
+    """How many durable writes the child has acknowledged so far."""
+    return len(_lines(acks))
+
+
+def kill_after_acks(
+    child: subprocess.Popen[Any], acks: str | Path, target: int, *, timeout: float = 120.0
+) -> int:
+    """SIGKILL ``child`` as soon as ``acks`` holds ``target`` lines (or it exits).
+
+    Returns the number of acknowledged writes seen at the kill; raises
+    AssertionError if neither happens within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    seen = acknowledged(acks)
+    while seen < target and child.poll() is None:
+        assert time.monotonic() < deadline, f"the child acknowledged {seen} of {target} writes"
+        time.sleep(0.001)
+        seen = acknowledged(acks)
+    child.send_signal(signal.SIGKILL)
+    return seen
+
+
 async def check_after_kill(
     store: EventStore, *, runs: int, steps: int, effects: str | Path, acks: str | Path
 ) -> Counter[str]:
@@ -226,4 +255,12 @@ async def _resume(
     return outcome
 
 
-__all__ = ["check_after_kill", "effect_tool", "run_id_of", "run_many", "script"]
+__all__ = [
+    "acknowledged",
+    "check_after_kill",
+    "effect_tool",
+    "kill_after_acks",
+    "run_id_of",
+    "run_many",
+    "script",
+]
