@@ -97,3 +97,16 @@ async def test_secrets_of_an_injected_environment_are_masked(tmp_path: Path) -> 
         events = await composition.event_store.get_events(result.run_id)
     text = str([e.payload for e in events]) + str(result.output)
     assert "s3cr3t-value" not in text and "sk-test-0123456789abcdef" not in text
+
+
+def test_a_misspelt_script_key_is_refused_when_composing(tmp_path: Path) -> None:
+    path = tmp_path / "avo.toml"
+    path.write_text(
+        '[provider]\nname = "fake"\n[[provider.settings.script]]\ncontnet = "hi"\n'
+        '[store]\nlocation = "memory:"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        compose(path, environ={}, manager=plugin_manager(fake_provider, memory_store))
+    message = str(caught.value)
+    assert "script[0]" in message and "contnet" in message and "content" in message
