@@ -34,6 +34,7 @@ hello
 /context
 /cost
 /jobs
+/job
 /inspect
 /replay
 /mcp
@@ -89,6 +90,7 @@ def test_every_command_answers(place: Place) -> None:
         "window:",
         "total",  # /cost
         "no run is working, interrupted or waiting",
+        "state    completed",  # /job (the last turn)
         "run_completed",  # /inspect
         "events match",  # /replay
         "no [mcp] servers",

@@ -90,6 +90,8 @@ _BUILTINS: tuple[tuple[str, str, str, str, str, tuple[str, ...], bool], ...] = (
     ("inspect", _RUNS, "inspect", "a run's trace (default: the last turn)", "[RUN]", (), True),
     ("replay", _RUNS, "replay", "re-drive a run offline and compare", "[RUN]", (), False),
     ("jobs", _RUNS, "jobs", "runs that are working, interrupted or waiting", "", (), True),
+    ("job", _RUNS, "job", "one run: state, steps, what it waits for", "[RUN]", (), True),
+    ("cancel", _RUNS, "cancel", "end a run for good (not this turn: Ctrl-C)", "RUN", (), False),
     ("diff", _WORK, "diff", "what changed in the workspace (git)", "[PATH]", (), True),
     ("commit", _WORK, "commit", "commit every change (git)", "[MESSAGE]", (), False),
     ("stash", _WORK, "stash", "git stash (push, pop, list, show)", "[ARGS]", (), False),

@@ -1,4 +1,4 @@
-"""Run commands: /inspect, /replay, /jobs (the same kernel operations as ``avo runs``)."""
+"""Run commands: /inspect, /replay, /jobs, /job, /cancel (the kernel operations of ``avo runs``)."""
 
 from __future__ import annotations
 
@@ -81,4 +81,48 @@ async def jobs(chat: ChatContext, argument: str) -> None:
     )
 
 
-__all__ = ["inspect", "jobs", "last_state", "replay"]
+async def job(chat: ChatContext, argument: str) -> None:
+    """One run (default: the last turn): who drives it, its steps and tokens, what it waits for."""
+    from avo.ops import pending_requests, run_status
+
+    run_id = await _run_id(chat, argument)
+    run = await chat.store.get_run(run_id)
+    assert run is not None  # _run_id found it
+    status = await run_status(chat.store, run)
+    usage = run.token_usage
+    lines = [
+        f"run      {run.run_id}",
+        f"state    {status.label}"
+        + (f" / {run.stop_reason.value}" if run.stop_reason is not None else ""),
+        f"task     {shorten(run.task, 70)}",
+        f"steps    {run.steps}   tokens {usage.input_tokens} in, {usage.output_tokens} out",
+        f"updated  {run.updated_at:%Y-%m-%d %H:%M:%S} UTC",
+    ]
+    if run.error:
+        lines.append(f"error    {shorten(run.error, 70)}")
+    elif run.output:
+        lines.append(f"answer   {shorten(run.output, 70)}")
+    chat.print("\n".join(lines))
+    for request in await pending_requests(chat.store, run_id):
+        verb = "approve|deny" if request.kind.value == "approval" else "answer"
+        chat.print(f"waiting  {request.summary()}", style="warn")
+        chat.print(f"         avo runs {verb} {run_id[:8]} {request.tool_call_id}", style="dim")
+
+
+async def cancel(chat: ChatContext, argument: str) -> None:
+    """End RUN for good (cancelled by the user), as ``avo runs cancel``; needs the id."""
+    from avo.ops import cancel as cancel_run
+
+    if not argument.strip():
+        raise AvoError(
+            "give the run to cancel: /cancel RUN (/jobs lists them); "
+            "Ctrl-C stops this chat's own turn and keeps it resumable"
+        )
+    run_id = await _run_id(chat, argument.strip())
+    result = await cancel_run(
+        chat.store, run_id, reason="cancelled from the chat", environ=chat.environ
+    )
+    chat.print(f"cancelled {run_id[:8]} ({result.status.value})", style="ok")
+
+
+__all__ = ["cancel", "inspect", "job", "jobs", "last_state", "replay"]
