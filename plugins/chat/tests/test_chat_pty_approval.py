@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 from chat_kit import Place
 
 CONFIG = """
@@ -107,3 +111,69 @@ def test_a_refusal_with_a_reason_a_question_and_ctrl_c_at_an_approval(place: Pla
     assert (place.workspace / "todo.md").read_text() == "y\n"
     events = [run for run in place.runs() if run["state"] != "completed"]
     assert events == []
+
+
+ALWAYS_CONFIG = """
+tools = ["write_file"]
+
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {name = "write_file", arguments = {path = "a.txt", content = "a\\n"}}
+
+[[provider.settings.script]]
+tool_call = {name = "write_file", arguments = {path = "b.txt", content = "b\\n"}}
+
+[[provider.settings.script]]
+content = "wrote both"
+
+[[provider.settings.script]]
+tool_call = {name = "write_file", arguments = {path = "c.txt", content = "c\\n"}}
+
+[[provider.settings.script]]
+content = "wrote c"
+
+[store]
+location = "chat.db"
+"""
+
+
+def test_always_allows_the_tool_for_the_rest_of_the_chat_until_forgotten(place: Place) -> None:
+    place.config(ALWAYS_CONFIG)
+    term = place.terminal("chat")
+    term.wait_for("/help lists commands")
+    term.enter("write two files")
+    term.wait_for("approve write_file a.txt?")
+    term.wait_for("a (always)")
+    term.enter("a")
+    term.wait_for("write_file is allowed without asking until this chat ends")
+    term.wait_for("write_file allowed: you said always")  # b.txt: not asked
+    term.wait_for("wrote both")
+    assert term.text().count("approve write_file") == 1
+    assert (place.workspace / "b.txt").read_text() == "b\n"
+    term.enter("/permissions")
+    term.wait_for("allowed without asking in this chat (you said always): write_file")
+    term.enter("/permissions forget")
+    term.wait_for("every approval asks again (forgot: write_file)")
+    term.enter("one more")
+    term.wait_for("approve write_file c.txt?")  # asked again after forget
+    term.enter("y")
+    term.wait_for("wrote c")
+    term.ctrl("d")
+    assert term.wait_exit() == 0
+    first = min(place.runs(), key=lambda run: str(run["created_at"]))
+    trace = subprocess.run(
+        [sys.executable, "-m", "avo.cli", "runs", "inspect", "--json", str(first["run_id"])],
+        cwd=place.workspace,
+        env=place.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    answers = [
+        event["payload"]
+        for event in json.loads(trace)["events"]
+        if event["event_type"] == "human_input_received"
+    ]
+    assert [a["reason"] for a in answers] == ["always allowed in this chat"] * 2  # a.txt, b.txt

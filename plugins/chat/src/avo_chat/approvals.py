@@ -150,11 +150,15 @@ def preview(
 
 YES = {"y", "yes"}
 NO = {"", "n", "no"}
+ALWAYS = {"a", "always"}
+ALWAYS_REASON = "always allowed in this chat"
 
 
 def parse_approval(text: str | None) -> Answer | None:
     """``y``/``yes`` approves; ``n``/``no``/empty denies; other text denies with it as the reason.
 
+    ``a``/``always`` approves and asks the chat to approve the same tool from now
+    on (the answer's reason is :data:`ALWAYS_REASON`, recorded with each approval).
     None (Ctrl-C, end of input) is no answer: the run stays paused.
     """
     from avo.approval import Answer
@@ -164,6 +168,8 @@ def parse_approval(text: str | None) -> Answer | None:
     word = text.strip()
     if word.lower() in YES:
         return Answer.approve(by="chat")
+    if word.lower() in ALWAYS:
+        return Answer.approve(ALWAYS_REASON, by="chat")
     if word.lower() in NO:
         return Answer.deny("the user said no in the chat", by="chat")
     return Answer.deny(word, by="chat")
@@ -185,4 +191,4 @@ def parse_reply(text: str | None, choices: tuple[str, ...]) -> Answer | str | No
     return Answer.reply(word, by="chat") if word else "type an answer (Ctrl-C leaves it waiting)"
 
 
-__all__ = ["Preview", "parse_approval", "parse_reply", "preview"]
+__all__ = ["ALWAYS_REASON", "Preview", "parse_approval", "parse_reply", "preview"]

@@ -81,6 +81,7 @@ class Chat:
         self.store: Any = None
         self.commands: CommandRegistry | None = None
         self.quitting = False
+        self.always_allowed: set[str] = set()  # tools answered "a" (always) in this chat
         self.current_run: str | None = None
         self._driving: Any = None  # the runtime driving the current run
         self._observed: set[int] = set()
@@ -381,12 +382,29 @@ class Chat:
     # -- approvals ------------------------------------------------------------------
 
     async def answer(self, request: HumanRequest) -> Answer | None:
-        """The runtime paused for a person: ask inline with the diff or command shown."""
-        from avo_chat.approvals import preview
+        """The runtime paused for a person: ask inline with the diff or command shown.
+
+        A tool the person answered ``a`` (always) for earlier in this chat is
+        approved without asking, with that reason recorded on the approval.
+        """
+        from avo.approval import Answer, RequestKind
+        from avo_chat.approvals import ALWAYS_REASON, preview
 
         self.screen.end_stream()
+        approval = request.kind is RequestKind.APPROVAL
+        if approval and request.tool_name in self.always_allowed:
+            self.screen.say(f"✓ {request.tool_name} allowed: you said always", style="dim")
+            return Answer.approve(ALWAYS_REASON, by="chat")
         shown = preview(request, self.workspace, self._metadata(request.tool_name))
-        return await self.screen.ask_approval(request, shown)
+        answer = await self.screen.ask_approval(request, shown)
+        if approval and answer is not None and answer.reason == ALWAYS_REASON:
+            self.always_allowed.add(request.tool_name)
+            self.screen.say(
+                f"{request.tool_name} is allowed without asking until this chat ends "
+                "(/permissions shows it)",
+                style="dim",
+            )
+        return answer
 
     # -- switching --------------------------------------------------------------------
 

@@ -144,7 +144,7 @@ class PlainScreen:
         if preview.model_reason:
             lines.append(f"  the model says: {preview.model_reason}")
         lines += [f"  {line}" for line in preview.body.rstrip("\n").splitlines()]
-        self._write(self.err, "\n".join(lines) + "\n[y/N] ")
+        self._write(self.err, "\n".join(lines) + "\n[y/N/a=always] ")
         line = await self._line()
         self._write(self.err, f"{line}\n" if line is not None else "")
         if line is None:

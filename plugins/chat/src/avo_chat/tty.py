@@ -158,7 +158,9 @@ class TerminalUI:
                 if not isinstance(reply, str):
                     return reply
                 self.say(reply, style="warn")
-        answer = parse_approval(await self._ask(f"approve? y / n / a reason to refuse {MARK} "))
+        answer = parse_approval(
+            await self._ask(f"approve? y / n / a (always) / a reason to refuse {MARK} ")
+        )
         if answer is None:
             self.say(
                 "no answer: the turn stays paused (type to continue it, or avo resume)",

@@ -63,13 +63,21 @@ def provider(chat: ChatContext, argument: str) -> None:
 
 
 def permissions(chat: ChatContext, argument: str) -> None:
-    """Show the permission mode and rules, or switch to MODE."""
+    """Show the permission mode and rules, switch to MODE, or ``forget`` the always answers."""
     core = chat.chat
     current = chat.config.permission
     if not argument:
         mode = current.mode if current else "default"
         chat.print(f"permission mode: {mode}")
+        if core.always_allowed:
+            allowed = ", ".join(sorted(core.always_allowed))
+            chat.print(f"allowed without asking in this chat (you said always): {allowed}")
         chat.print("modes: " + ", ".join(chat.manager.names("permission")), style="dim")
+        return
+    if argument == "forget" and "forget" not in chat.manager.names("permission"):
+        forgotten = ", ".join(sorted(core.always_allowed)) or "nothing"
+        core.always_allowed.clear()
+        chat.print(f"every approval asks again (forgot: {forgotten})", style="ok")
         return
     check_not_busy(core, "/permissions")
     if argument not in chat.manager.names("permission"):
