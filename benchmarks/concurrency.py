@@ -16,7 +16,15 @@ prints:
 - MB per live run: the process's resident memory while the runs are live,
   over the resident memory before they started, divided by the runs;
 - CPU µs per step: this process's CPU time (all threads) over the steps, the
-  figure a busy machine disturbs least.
+  figure a busy machine disturbs least;
+- loop µs per step: the event loop thread's CPU time over the steps. Every
+  run's Python (the kernel's and the store's) runs there under one GIL, so
+  it bounds throughput at 1e6 / loop µs steps per second, whatever the
+  number of runs; what the store's worker thread does (group commits, WAL
+  checkpoints, with the GIL released in SQLite's C code) is the difference
+  to the CPU column;
+- gc µs per step: the time the cyclic garbage collector ran, per step (on
+  the loop thread): it grows with the live objects of many runs.
 
 Levels below 100 runs are repeated (waves) until about 2,000 steps are
 measured, and every level is measured in interleaved rounds (the best round
@@ -28,8 +36,11 @@ runs reach at least 3x the 1-run throughput with p99 step latency under
 PostgreSQL needs the test server (``scripts/ensure-services.sh``) or
 AVO_TEST_POSTGRES_DSN; without one its rows are skipped, saying so.
 
+``--gc 10000,50,100`` sets the collector's thresholds (``gc.set_threshold``)
+for the whole measurement, to show what a server process that tunes them gets.
+
 Run: python benchmarks/concurrency.py [--quick] [--stores memory,sqlite,sqlite-full,postgres]
-     [--levels 1,10,100,1000] [--rounds 3]
+     [--levels 1,10,100,1000] [--rounds 3] [--gc THRESHOLDS]
 """
 
 from __future__ import annotations
@@ -62,6 +73,8 @@ DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"
 TOOL = echo_tool()  # a trivial function on the loop: the runtime's and the store's figures
 _STARTED = EventType.TOOL_STARTED
 CPU = [0.0]  # process CPU seconds of the waves measured so far
+LOOP_CPU = [0.0]  # the event loop thread's CPU seconds of the waves measured so far
+GC_TIME = [0.0]  # seconds the collector ran during the waves measured so far
 
 
 class Recorder:
@@ -86,6 +99,21 @@ class Recorder:
 
     def step_latencies(self) -> list[float]:
         return [b - a for marks in self.starts.values() for a, b in itertools.pairwise(marks)]
+
+
+class _GcClock:
+    """A ``gc.callbacks`` entry adding up the CPU time of the collections."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began: float | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.thread_time()
+        elif self._began is not None:
+            self.seconds += time.thread_time() - self._began
+            self._began = None
 
 
 def _rss_mb() -> float:
@@ -116,10 +144,17 @@ async def _wave(store: Any, runs: int) -> tuple[float, float]:
             await asyncio.sleep(0.05)
 
     sampler = asyncio.create_task(sample())
-    began, cpu_began = time.perf_counter(), time.process_time()
-    results = await asyncio.gather(*(runtime.run("benchmark") for runtime in runtimes))
+    began, cpu_began, loop_began = time.perf_counter(), time.process_time(), time.thread_time()
+    collected = _GcClock()
+    gc.callbacks.append(collected)
+    try:
+        results = await asyncio.gather(*(runtime.run("benchmark") for runtime in runtimes))
+    finally:
+        gc.callbacks.remove(collected)
     wall = time.perf_counter() - began
     CPU[0] += time.process_time() - cpu_began
+    LOOP_CPU[0] += time.thread_time() - loop_began
+    GC_TIME[0] += collected.seconds
     done.set()
     await sampler
     peak = max(peak, _rss_mb())
@@ -140,7 +175,7 @@ async def _measure(open_store: Callable[[int], Awaitable[Any]], runs: int) -> di
     store = await open_store(runs)
     recorder = Recorder(store)
     wall, extra_mb = 0.0, 0.0
-    CPU[0] = 0.0
+    CPU[0] = LOOP_CPU[0] = GC_TIME[0] = 0.0
     try:
         for _ in range(waves):
             seconds, mb = await _wave(recorder, runs)
@@ -153,6 +188,8 @@ async def _measure(open_store: Callable[[int], Awaitable[Any]], runs: int) -> di
     return {
         "steps_s": steps / wall,
         "cpu_us": CPU[0] / steps * 1e6,
+        "loop_us": LOOP_CPU[0] / steps * 1e6,
+        "gc_us": GC_TIME[0] / steps * 1e6,
         "step_p50": _pct(steps_lat, 0.5) * 1e3,
         "step_p99": _pct(steps_lat, 0.99) * 1e3,
         "write_p50": _pct(recorder.writes, 0.5) * 1e3,
@@ -252,7 +289,8 @@ async def main(stores: list[str], levels: list[int], rounds: int) -> None:
     print("concurrency: fake-model tool loop, 50 tool steps a run, N runs on one store")
     print(
         f"(best of {rounds} interleaved rounds by steps/s, median steps/s alongside; "
-        f"load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs)"
+        f"load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs; "
+        f"gc thresholds {gc.get_threshold()})"
     )
     with tempfile.TemporaryDirectory(prefix="avo-concurrency-") as tmp:
         openers = await _openers(stores, Path(tmp), levels)
@@ -276,7 +314,8 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
     print(f"\n{name}")
     print(
         f"{'runs':>6} {'steps/s':>9} {'median':>8} {'ratio':>6} {'step p50':>9} "
-        f"{'step p99':>9} {'write p50':>10} {'write p99':>10} {'MB/run':>7} {'cpu µs/step':>11}"
+        f"{'step p99':>9} {'write p50':>10} {'write p99':>10} {'MB/run':>7} {'cpu µs/step':>11} "
+        f"{'loop µs':>7} {'gc µs':>6}"
     )
     for n in levels:
         r = best[n]
@@ -284,7 +323,8 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
         print(
             f"{n:>6} {r['steps_s']:>9.0f} {median:>8.0f} {r['steps_s'] / base:>5.2f}x "
             f"{r['step_p50']:>7.2f}ms {r['step_p99']:>7.2f}ms {r['write_p50']:>8.3f}ms "
-            f"{r['write_p99']:>8.3f}ms {r['mb_run']:>7.3f} {r['cpu_us']:>11.0f}"
+            f"{r['write_p99']:>8.3f}ms {r['mb_run']:>7.3f} {r['cpu_us']:>11.0f} "
+            f"{r['loop_us']:>7.0f} {r['gc_us']:>6.0f}"
         )
 
 
@@ -294,7 +334,13 @@ if __name__ == "__main__":
     parser.add_argument("--stores", default="memory,sqlite,sqlite-full,postgres")
     parser.add_argument("--levels", default="1,10,100,1000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--gc", help="collector thresholds for the run, e.g. 10000,50,100")
     args = parser.parse_args()
+    if args.gc:
+        try:
+            gc.set_threshold(*(int(x) for x in args.gc.split(",")))
+        except (ValueError, TypeError) as exc:
+            parser.error(f"--gc {args.gc!r}: give one to three integers, e.g. 10000,50,100 ({exc})")
     chosen_levels = [int(x) for x in args.levels.split(",")]
     chosen_rounds = args.rounds
     if args.quick:

@@ -10,10 +10,14 @@ then waits here for the transaction it landed in to commit:
   end of the event loop's current round (``call_soon``). Every run that gets
   to write in that round joins the same transaction, and the one commit makes
   all of their batches durable; each caller returns only then.
-- With ``synchronous`` OFF or NORMAL a commit does not fsync, so it runs on
-  the event loop thread. With FULL (or EXTRA) it runs on the worker thread;
-  writes that arrive while it is in flight wait for it and then open the next
-  transaction, which the next commit makes durable: the fsync is shared.
+- With ``synchronous`` OFF or NORMAL a commit does not fsync, so a run
+  writing alone commits on the event loop thread (a thread hop would cost it
+  more than the commit). A group's commit runs on the worker thread: it writes
+  the round's pages to the WAL with the GIL released, while the runs that did
+  not write in that round go on with their steps on the loop thread. With FULL
+  (or EXTRA) every commit runs on the worker thread. Writes that arrive while
+  a commit is in flight wait for it and then open the next transaction, which
+  the next commit makes durable: the commit (and its fsync) is shared.
 
 Effect-free writes are acknowledged at once and ride the next commit, at
 the latest ``commit_delay`` seconds later (the worker thread commits them
@@ -80,7 +84,7 @@ class GroupCommit:
         """Wait until transaction ``gen`` is settled (each waiter has its own future)."""
         loop = asyncio.get_running_loop()
         if gen not in self._soon and gen not in self._waiting:  # commit at the end of the round
-            self._soon[gen] = loop.call_soon(self._commit, gen)
+            self._soon[gen] = loop.call_soon(self._commit, gen, False)
         cancelled = False
         while self._core.committed_gen < gen:
             future: asyncio.Future[None] = loop.create_future()
@@ -130,8 +134,13 @@ class GroupCommit:
         return grouping
 
     # ------------------------------------------------------------------ committing
-    def _commit(self, gen: int) -> None:
-        """Commit transaction ``gen`` now: on this thread if it cannot block, else on the worker."""
+    def _commit(self, gen: int, inline: bool = True) -> None:
+        """Commit transaction ``gen`` now: on this thread if it cannot block, else on the worker.
+
+        ``inline`` False (a group's commit at the end of a round): on the worker
+        thread even when the commit cannot block, so that its C work overlaps
+        the loop thread's Python.
+        """
         handle = self._soon.pop(gen, None)
         if handle is not None:
             handle.cancel()
@@ -142,7 +151,7 @@ class GroupCommit:
         if self.in_flight is not None:  # the worker commits an older transaction first
             self.in_flight.add_done_callback(lambda _: self._commit(gen))
             return
-        if core.inline_commits and core.lock.acquire(blocking=False):
+        if inline and core.inline_commits and core.lock.acquire(blocking=False):
             try:
                 with contextlib.suppress(Exception):  # recorded in core.failed for the waiters
                     core.flush()
