@@ -16,11 +16,19 @@ each tool call and answers with a bool or an :class:`Approval`:
 
 A tool whose metadata says ``asks_human`` (``ask_user``) makes the same kind
 of request with a question; the answer's text becomes the call's result.
+
+A tool that needs a person's answer *while it runs* (an MCP server's
+elicitation) raises :class:`~avo.exceptions.ToolInputRequiredError`: the run
+records a question (rule ``tool_input``, with the form's ``schema`` if any),
+pauses, and once someone answered runs the call again; the tool reads the
+answer with :func:`tool_input` (accept with the content, decline when the
+person refused, cancel when nobody answered in time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -163,6 +171,8 @@ class HumanRequest:
     choices: tuple[str, ...] = ()
     requested_at: datetime | None = None
     expires_at: datetime | None = None
+    schema: dict[str, Any] | None = None
+    """For a question: the JSON-schema object (a form) the answer must fit, if any."""
 
     @classmethod
     def from_payload(
@@ -185,6 +195,7 @@ class HumanRequest:
             choices=tuple(str(c) for c in choices) if isinstance(choices, list) else (),
             requested_at=requested_at,
             expires_at=datetime.fromisoformat(expires) if isinstance(expires, str) else None,
+            schema=dict(payload["schema"]) if isinstance(payload.get("schema"), dict) else None,
         )
 
     def payload(self) -> dict[str, JsonValue]:
@@ -203,6 +214,8 @@ class HumanRequest:
         if self.kind is RequestKind.QUESTION:
             data["question"] = self.question
             data["choices"] = list(self.choices)
+            if self.schema is not None:
+                data["schema"] = self.schema
         return data
 
     def expired(self, now: datetime) -> bool:
@@ -217,6 +230,10 @@ class HumanRequest:
             text = f"question from {self.tool_name}: {self.question}"
             if self.choices:
                 text += f" [{' / '.join(self.choices)}]"
+            if self.schema is not None:
+                from avo.forms import describe_form
+
+                text += f" (answer a JSON object: {describe_form(self.schema)})"
             return text
         arguments = json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
         if len(arguments) > 200:
@@ -228,6 +245,45 @@ class HumanRequest:
 
 def _text(value: Any) -> str | None:
     return str(value) if isinstance(value, str) and value else None
+
+
+TOOL_INPUT = "tool_input"
+"""The ``rule`` of a question a tool asked mid-call (``ToolInputRequiredError``).
+
+It also takes a denial (the person declines to answer); the call runs again either way."""
+
+
+@dataclass(frozen=True)
+class ToolInput:
+    """A person's answer to the question a tool raised, for the call's next run.
+
+    ``action``: ``accept`` (``content`` holds the form's values, or ``{"answer": text}``
+    without a form), ``decline`` (the person refused; ``reason`` says why), or
+    ``cancel`` (nobody answered before the request expired).
+    """
+
+    action: str
+    content: dict[str, JsonValue] | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
+_TOOL_INPUT: ContextVar[ToolInput | None] = ContextVar("avo_tool_input", default=None)
+
+
+def tool_input() -> ToolInput | None:
+    """The answer to the question the running tool call raised before (None: it asked none)."""
+    return _TOOL_INPUT.get()
+
+
+def given_tool_input(value: ToolInput | None) -> Token[ToolInput | None]:
+    """Set :func:`tool_input` for the call about to run (the runtime does this)."""
+    return _TOOL_INPUT.set(value)
+
+
+def reset_tool_input(token: Token[ToolInput | None]) -> None:
+    """Undo :func:`given_tool_input`."""
+    _TOOL_INPUT.reset(token)
 
 
 Answerer = Callable[[HumanRequest], "Answer | Awaitable[Answer | None] | None"]
@@ -246,6 +302,11 @@ __all__ = [
     "Approval",
     "HumanRequest",
     "RequestKind",
+    "TOOL_INPUT",
+    "ToolInput",
     "Verdict",
     "as_approval",
+    "given_tool_input",
+    "reset_tool_input",
+    "tool_input",
 ]

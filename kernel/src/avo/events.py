@@ -219,8 +219,10 @@ class RunLogState:
             self.finished_tool_calls.add(str(fields["payload"]["tool_call_id"]))
         elif kind is _MODEL_RESPONDED:
             self.model_responded = True
-        elif kind is EventType.HUMAN_INPUT_REQUESTED:
-            self.requested_inputs.add(str(fields["payload"]["tool_call_id"]))
+        elif kind is EventType.HUMAN_INPUT_REQUESTED:  # (again, once answered: a tool's
+            call_id = str(fields["payload"]["tool_call_id"])  # question after an approval)
+            self.requested_inputs.add(call_id)
+            self.answered_inputs.discard(call_id)
         elif kind is EventType.HUMAN_INPUT_RECEIVED:
             self.answered_inputs.add(str(fields["payload"]["tool_call_id"]))
         elif kind is _RUN_CREATED:
@@ -339,8 +341,8 @@ def _check_input_request(state: RunLogState, payload: dict[str, JsonValue]) -> N
             f"human_input_requested kind must be 'approval' or 'question', got "
             f"{payload.get('kind')!r}",
         )
-    if call_id in state.requested_inputs:
-        raise _fail(state, f"tool call {call_id!r} already asked a person")
+    if call_id in state.requested_inputs and call_id not in state.answered_inputs:
+        raise _fail(state, f"tool call {call_id!r} already asked a person (unanswered)")
 
 
 def _check_input_answer(state: RunLogState, payload: dict[str, JsonValue]) -> None:

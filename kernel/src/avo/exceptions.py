@@ -14,6 +14,7 @@
     ├── ToolExecutionError          (aliases: NotifierError, SandboxError, MCPError, SkillError)
     ├── ToolAlreadyCompletedError
     ├── ToolOutcomeUnknownError     (a call may or may not have acted: a person decides)
+    ├── ToolInputRequiredError      (a tool needs a person's answer: the run asks, then reruns it)
     ├── StorageError
     │   ├── EventInvariantError
     │   │   └── StaleWriteError     (a batch built from an out-of-date view of the run)
@@ -151,6 +152,31 @@ class ToolOutcomeUnknownError(AvoError):
         self, message: str, *, tool_call_id: str | None = None, tool_name: str | None = None
     ) -> None:
         super().__init__(message)
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+
+
+class ToolInputRequiredError(AvoError):
+    """A tool cannot finish without a person's answer (an MCP server's elicitation).
+
+    Raised by a tool invocation after it stopped short of acting; the run asks
+    ``question`` (a question request; ``schema``, if given, is the JSON-schema
+    object the answer must fit), pauses, and runs the call again once someone
+    answered: the tool reads the answer with :func:`avo.tools.tool_input`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        question: str,
+        schema: dict[str, object] | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.question = question
+        self.schema = schema
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
 
@@ -406,6 +432,7 @@ __all__ = [
     "StorageError",
     "ToolAlreadyCompletedError",
     "ToolExecutionError",
+    "ToolInputRequiredError",
     "ToolNotFoundError",
     "ToolOutcomeUnknownError",
     "ToolValidationError",

@@ -343,6 +343,7 @@ def restore_turn(ctx: _RunContext, events: list[AgentEvent]) -> None:
             ctx.asked[call_id] = HumanRequest.from_payload(
                 ctx.run_id, payload, requested_at=event.created_at
             )
+            ctx.answers.pop(call_id, None)  # a new request (a tool's question after approval)
         elif kind is EventType.HUMAN_INPUT_RECEIVED:
             ctx.answers[call_id] = dict(payload)
 

@@ -26,9 +26,9 @@ from avo._deadline import within
 from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
 from avo._transcript import close_batch
-from avo.approval import Verdict
+from avo.approval import TOOL_INPUT, Verdict, given_tool_input, reset_tool_input
 from avo.events import EventType
-from avo.exceptions import ToolOutcomeUnknownError
+from avo.exceptions import ToolInputRequiredError, ToolOutcomeUnknownError
 from avo.hooks import HookContext, HookEvent
 from avo.models import ToolCall, ToolResult, ToolRisk, utc_now
 from avo.runtime_approval import (
@@ -39,7 +39,13 @@ from avo.runtime_approval import (
     request_person,
 )
 from avo.runtime_checks import after_observation_checks
-from avo.runtime_outcomes import note_unknown, settle_unknown, waiting_for_outcome
+from avo.runtime_outcomes import (
+    input_for,
+    note_input,
+    note_unknown,
+    settle_unknown,
+    waiting_for_outcome,
+)
 from avo.runtime_persistence import (
     append,
     checkpoint,
@@ -252,6 +258,7 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
     if answered is not None:  # a person answered it (ask_user): the answer is the result
         await record_tool_result(rt, ctx, answered)
         return None
+    given = given_tool_input(input_for(ctx, call)) if ctx.asked else None
     try:  # (what _invoke does, without a task)
         result = await within(
             ctx.policy.tool_timeout_seconds,
@@ -260,30 +267,42 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
     except ToolOutcomeUnknownError as exc:
         await note_unknown(rt, ctx, call, str(exc))
         return None
+    except ToolInputRequiredError as exc:
+        await note_input(rt, ctx, call, exc)
+        return None
     except Exception as exc:
         result, tool_crashed = _failure(rt, ctx, call, exc, started_at, started)
         await record_tool_result(rt, ctx, result)
         return result.error if tool_crashed else None
+    finally:
+        if given is not None:
+            reset_tool_input(given)
     await record_tool_result(rt, ctx, result)
     return None
 
 
+Interrupted = ToolOutcomeUnknownError | ToolInputRequiredError
+"""A call that stopped without a result: its effect is unknown, or it asks a person."""
+
+
 async def _invoke(
     rt: AgentRuntime, ctx: _RunContext, call: ToolCall
-) -> tuple[ToolResult | ToolOutcomeUnknownError, bool]:
-    """Run one call under the tool timeout: its result (or that its effect is unknown),
-    and whether the tool crashed."""
+) -> tuple[ToolResult | Interrupted, bool]:
+    """Run one call under the tool timeout: its result (or that its effect is unknown,
+    or its question), and whether the tool crashed."""
     started_at = rt.clock()
     started = rt.timer()
     answered = human_result(ctx, call, started_at, started, clock=rt.clock, timer=rt.timer)
     if answered is not None:
         return answered, False
+    if ctx.asked:  # (this task's own context: the answer reaches this call only)
+        given_tool_input(input_for(ctx, call))
     try:
         result = await within(
             ctx.policy.tool_timeout_seconds,
             rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
         )
-    except ToolOutcomeUnknownError as exc:
+    except (ToolOutcomeUnknownError, ToolInputRequiredError) as exc:
         return exc, False
     except Exception as exc:
         return _failure(rt, ctx, call, exc, started_at, started)
@@ -303,6 +322,9 @@ def human_result(
     answer = ctx.answers.get(call.tool_call_id)
     if answer is None or answer.get("decision") != "reply":
         return None
+    request = ctx.asked.get(call.tool_call_id)
+    if request is not None and request.rule == TOOL_INPUT:
+        return None  # the tool asked it mid-call: it runs again with the answer
     return ToolResult(
         tool_call_id=call.tool_call_id,
         tool_name=call.name,
@@ -356,7 +378,7 @@ async def _run_concurrently(
     """
     waiting = deque(calls)
     order = {id(call): position for position, call in enumerate(calls)}  # (no model __eq__)
-    running: dict[asyncio.Task[tuple[ToolResult | ToolOutcomeUnknownError, bool]], ToolCall] = {}
+    running: dict[asyncio.Task[tuple[ToolResult | Interrupted, bool]], ToolCall] = {}
     crashed: str | None = None
     fresh = False  # results recorded since the last flush
     try:
@@ -384,6 +406,9 @@ async def _run_concurrently(
                 fresh = True
                 if isinstance(result, ToolOutcomeUnknownError):
                     await note_unknown(rt, ctx, call, str(result))
+                    continue
+                if isinstance(result, ToolInputRequiredError):
+                    await note_input(rt, ctx, call, result)
                     continue
                 await record_tool_result(rt, ctx, result)
                 if tool_crashed and crashed is None:

@@ -21,6 +21,7 @@ from avo.exceptions import (
     DuplicateToolError,
     ToolAlreadyCompletedError,
     ToolExecutionError,
+    ToolInputRequiredError,
     ToolNotFoundError,
     ToolValidationError,
 )
@@ -164,6 +165,8 @@ class FunctionTool(Generic[ArgumentsT]):
             if inspect.isawaitable(value):
                 value = await value
             return to_jsonable_python(value)  # type: ignore[no-any-return]
+        except ToolInputRequiredError:
+            raise  # the run asks a person, then calls again
         except Exception as exc:
             raise ToolExecutionError(
                 f"Tool {self.name!r} raised {type(exc).__name__}: {exc}", tool_name=self.name

@@ -4,6 +4,8 @@
 Besides ordinary tools it has tools that misbehave on purpose: ``crash`` exits
 mid-call, ``hang`` never answers, ``boom`` raises (a tool error). (``garbage``
 tries to write non-JSON-RPC bytes on stdout, but the SDK diverts fd 1 to stderr.)
+``book_table`` asks the user for a date (elicitation) and appends each booking
+it makes to ``$SDK_BOOKINGS`` (one line each), so tests can count effects.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
 
 app = MCPServer("sdk-demo")
 
@@ -27,6 +30,25 @@ def add(a: int, b: int) -> int:
 def shout(text: str) -> str:
     """Upper-case a text."""
     return text.upper()
+
+
+class Booking(BaseModel):
+    date: str = Field(description="The day, YYYY-MM-DD")
+    seats: int = Field(default=2, ge=1, le=9, description="How many people")
+
+
+@app.tool()
+async def book_table(place: str, ctx: Context) -> str:
+    """Book a table at a restaurant (asks the user for the date)."""
+    answer = await ctx.elicit(f"Which day should I book {place}?", Booking)
+    if answer.action != "accept":
+        return f"no booking: the user chose {answer.action}"
+    booking = f"{place} on {answer.data.date} for {answer.data.seats}"
+    path = os.environ.get("SDK_BOOKINGS")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(booking + "\n")
+    return f"booked {booking}"
 
 
 @app.tool()

@@ -93,11 +93,9 @@ CLIENT_PASSES = [
     # endpoint authentication, and the client-credentials grant.
     *(f"auth/{name}" for name in AUTH_CODE_SCENARIOS),
     "auth/client-credentials-basic",
+    "elicitation-sep1034-client-defaults",
 ]
 CLIENT_NOT_APPLICABLE = {
-    "elicitation-sep1034-client-defaults": (
-        "elicitation is not offered (it needs the durable pause); avo answers 'method not found'"
-    ),
     "auth/client-credentials-jwt": (
         "private_key_jwt client authentication needs an ES256 signer; avo-mcp has no "
         "crypto dependency and says so"
@@ -203,7 +201,5 @@ def test_client_conformance_of_avos_client(
     assert done.returncode == 0, output[-4000:]
     if scenario == "auth/client-credentials-jwt":
         assert "private_key_jwt client authentication is not supported" in output, output[-4000:]
-    elif expected_to_fail:
-        assert "method not found: elicitation/create" in output, output[-4000:]
     if scenario == "auth/resource-mismatch":
         assert "publishes metadata for another resource" in output

@@ -8,6 +8,8 @@ happens at the prompt:
 - ``y`` / ``yes`` approves; ``n``, ``no`` or Enter denies; any other text
   denies with that text as the reason the model reads;
 - a question takes a line of text (or one of its choices, by number or text);
+  a tool's question with a form takes a JSON object (or the value of its one
+  open field), checked before it is recorded; ``decline`` declines it;
 - Ctrl-C, or the end of input, leaves the run paused: answer it later with
   ``avo runs approve|deny|answer`` from any shell, then ``avo runs resume``.
 
@@ -23,7 +25,7 @@ import sys
 import threading
 from typing import TextIO
 
-from avo.approval import Answer, HumanRequest, RequestKind
+from avo.approval import TOOL_INPUT, Answer, HumanRequest, RequestKind
 
 _YES = {"y", "yes"}
 _NO = {"", "n", "no"}
@@ -83,6 +85,8 @@ class TerminalAnswerer:
 
     async def _question(self, request: HumanRequest) -> Answer | None:
         self._write(f"\n{request.tool_name} asks: {request.question}\n")
+        if request.schema is not None:
+            return await self._form(request, request.schema)
         for number, choice in enumerate(request.choices, start=1):
             self._write(f"  {number}. {choice}\n")
         while True:
@@ -101,6 +105,26 @@ class TerminalAnswerer:
                 continue
             if text:
                 return Answer.reply(text, by="terminal")
+
+    async def _form(self, request: HumanRequest, schema: dict[str, object]) -> Answer | None:
+        from avo.forms import describe_form, form_content
+
+        self._write(f"fields: {describe_form(schema)}\n(a JSON object; 'decline' to refuse)\n")
+        while True:
+            self._write("answer: ")
+            line = await _read_line(self.stdin or sys.stdin)
+            if line is None:
+                self._write("\n")
+                return None
+            text = line.strip()
+            if text.lower() == "decline" and request.rule == TOOL_INPUT:
+                return Answer.deny("declined at the prompt", by="terminal")
+            try:
+                form_content(schema, text)
+            except ValueError as exc:
+                self._write(f"{exc}\n")
+                continue
+            return Answer.reply(text, by="terminal")
 
 
 def terminal_answerer() -> TerminalAnswerer | None:

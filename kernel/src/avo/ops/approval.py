@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from avo.approval import Answer, AnswerKind, HumanRequest, RequestKind
+from avo.approval import TOOL_INPUT, Answer, AnswerKind, HumanRequest, RequestKind
 from avo.engines import engine_record
 from avo.events import AgentEvent, EventType, RunLogState
 from avo.exceptions import ApprovalError, RunNotFoundError
@@ -101,7 +101,8 @@ def pick_request(
                 run_id=run_id,
             )
         request = of_kind[0]
-    if request.kind is not kind:
+    declining = request.rule == TOOL_INPUT and kind is RequestKind.APPROVAL  # deny = decline
+    if request.kind is not kind and not declining:
         if request.kind is RequestKind.QUESTION:
             hint = f"answer it: avo runs answer {run_id} {request.tool_call_id} TEXT"
         else:
@@ -135,7 +136,9 @@ def _check_run(run_id: str, run: Any, log: RunLogState) -> None:
 
 
 def answer_fits(request: HumanRequest, answer: Answer) -> None:
-    """Raise ApprovalError unless ``answer`` can answer ``request`` (kind, choices)."""
+    """Raise ApprovalError unless ``answer`` can answer ``request`` (kind, choices, form)."""
+    if request.rule == TOOL_INPUT and answer.kind is AnswerKind.DENY:
+        return  # a tool's question may be declined
     wanted = AnswerKind.REPLY if request.kind is RequestKind.QUESTION else None
     if (answer.kind is AnswerKind.REPLY) != (wanted is AnswerKind.REPLY):
         expected = "a reply (text)" if wanted else "approve or deny"
@@ -147,6 +150,17 @@ def answer_fits(request: HumanRequest, answer: Answer) -> None:
         )
     if request.kind is RequestKind.QUESTION:
         text = answer.text or ""
+        if request.schema is not None:
+            from avo.forms import form_content
+
+            try:
+                form_content(request.schema, text)
+            except ValueError as exc:
+                raise ApprovalError(
+                    f"the answer to call {request.tool_call_id} does not fit its form: {exc}",
+                    run_id=request.run_id,
+                    tool_call_id=request.tool_call_id,
+                ) from None
         if request.choices and text not in request.choices:
             raise ApprovalError(
                 f"{text!r} is not one of the choices for call {request.tool_call_id}: "

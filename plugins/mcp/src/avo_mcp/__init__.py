@@ -14,7 +14,13 @@ if TYPE_CHECKING:
     from avo.exceptions import MCPError
     from avo_mcp.client import MCPServer
     from avo_mcp.config import McpCliError, load_servers, resolve_env, servers_from_config
-    from avo_mcp.features import ClientFeatures, ProgressUpdate, ProviderSampler
+    from avo_mcp.features import (
+        ClientFeatures,
+        ProgressUpdate,
+        ProviderSampler,
+        ReplyElicitation,
+        ask_person,
+    )
     from avo_mcp.http_client import MCPHttpServer
     from avo_mcp.oauth import MCPAuthError, OAuthClient, OAuthConfig, TokenStore
     from avo_mcp.registry import build_default_registry
@@ -32,6 +38,8 @@ _LAZY: dict[str, str] = {
     "OAuthConfig": "avo_mcp.oauth",
     "ProgressUpdate": "avo_mcp.features",
     "ProviderSampler": "avo_mcp.features",
+    "ReplyElicitation": "avo_mcp.features",
+    "ask_person": "avo_mcp.features",
     "TokenStore": "avo_mcp.oauth",
     "MCPClient": "avo_mcp.tools",
     "MCPError": "avo.exceptions",
@@ -69,7 +77,9 @@ __all__ = [
     "OAuthConfig",
     "ProgressUpdate",
     "ProviderSampler",
+    "ReplyElicitation",
     "TokenStore",
+    "ask_person",
     "build_default_registry",
     "load_servers",
     "mcp_tool",

@@ -18,13 +18,24 @@ without it. When the run ends — however it ends — every started server is
 stopped and reaped. An avo.toml server replaces a ``mcp.json`` one of the same
 name. ``${VAR}`` in commands, env, urls and headers is expanded from the
 runtime's environment when the server starts.
+
+What avo's client offers these servers (declared in ``initialize``):
+
+- roots: the run's workspace;
+- elicitation through the run's durable pause (``elicitation = false`` turns it
+  off): a server asking for input mid-call makes the run ask a person and
+  pause; the call runs again with the answer (see docs/mcp.md);
+- progress: each ``notifications/progress`` of a running call is a line
+  ``mcp: server/tool: 3/10 message`` on stderr when stderr is a terminal
+  (``avo run``, the chat REPL), else a log record (``progress = "print"`` or
+  ``"log"`` chooses).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -78,6 +89,10 @@ class McpSettings(BaseModel):
     """How long one tool call may take (default: the client's)."""
     trust_annotations: bool = False
     """Take the servers' read-only/destructive hints as the tools' risk classes."""
+    elicitation: bool = True
+    """Let servers ask a person for input through the run's durable pause."""
+    progress: Literal["auto", "print", "log"] = "auto"
+    """Where servers' progress goes: stderr lines on a terminal (auto), always, or the log."""
 
 
 def _sessions(
@@ -86,7 +101,7 @@ def _sessions(
     from avo_mcp import MCPHttpServer, MCPServer, resolve_env
 
     sessions: list[Any] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"features": _features(run, settings)}
     if settings.timeout_seconds is not None:
         extra["timeout_seconds"] = settings.timeout_seconds
     for name, entry in entries.items():
@@ -107,6 +122,24 @@ def _sessions(
                 )
             )
     return sessions
+
+
+def _features(run: BundleRun, settings: McpSettings) -> Any:
+    import sys
+
+    from avo_mcp.features import ClientFeatures, ask_person, log_progress, print_progress
+
+    progress = settings.progress
+    if progress == "auto":
+        try:
+            progress = "print" if sys.stderr.isatty() else "log"
+        except (AttributeError, ValueError):
+            progress = "log"
+    return ClientFeatures(
+        roots=[run.workspace],
+        elicitation=ask_person if settings.elicitation else None,
+        on_progress=print_progress(sys.stderr) if progress == "print" else log_progress,
+    )
 
 
 class McpBundle:

@@ -14,21 +14,29 @@ declared in the ``initialize`` capabilities only when it is configured:
   when it is set).
 
 - ``elicitation``: a handler for ``elicitation/create`` (a server asking the
-  user for input). No front end answers one yet (that needs the run's durable
-  pause), so none is configured by default: undeclared, a server that asks
-  anyway gets "method not found", which MCP servers treat as "not supported".
+  user for input). :data:`ask_person` asks through the run's durable pause
+  (what composed runs use): during a tool call with no answer yet it answers
+  ``cancel``, and the tool raises ``ToolInputRequiredError`` once the call
+  returned, so the run records the question (with the server's form), pauses,
+  and calls the tool again once someone answered; that call's elicitation
+  gets the answer (accept with the form's values, decline, or cancel when
+  nobody answered in time). :class:`ReplyElicitation` answers in place from a
+  function (a test, a UI that can ask right away). Undeclared (the default), a
+  server that asks anyway gets "method not found".
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from avo.approval import ToolInput
 from avo.exceptions import MCPError
 from avo.models import ModelRequest, ToolCall
 from avo_mcp.framing import JsonDict
@@ -64,6 +72,21 @@ class SamplingRequest:
     params: JsonDict = field(default_factory=dict)
 
 
+@dataclass
+class PendingCall:
+    """One ``tools/call`` in flight, as elicitation sees it.
+
+    ``given``: a person's answer to the question this call's tool raised on an
+    earlier run (:func:`avo.approval.tool_input`); ``asked``: the elicitation
+    that found no answer (the tool then raises ``ToolInputRequiredError``).
+    """
+
+    tool: str
+    given: ToolInput | None = None
+    used: bool = False
+    asked: ElicitationRequest | None = None
+
+
 @dataclass(frozen=True)
 class ElicitationRequest:
     """A server's ``elicitation/create``: a message and the schema of what it wants."""
@@ -72,6 +95,8 @@ class ElicitationRequest:
     message: str
     requested_schema: JsonDict
     params: JsonDict = field(default_factory=dict)
+    call: PendingCall | None = field(default=None, compare=False, repr=False)
+    """The tool call it arrived during (None: outside a call, or several were running)."""
 
     def defaults(self) -> JsonDict:
         """The schema's default values (what a form would start from)."""
@@ -120,6 +145,61 @@ class ClientFeatures:
             path = Path(root).expanduser().resolve()
             roots.append({"uri": path.as_uri(), "name": path.name or str(path)})
         return roots
+
+
+def _content(schema: JsonDict, reply: str) -> JsonDict:
+    from avo.forms import form_content
+
+    try:
+        return dict(form_content(schema, reply))
+    except ValueError as exc:
+        raise MCPError(f"the answer does not fit the server's form: {exc}") from None
+
+
+async def _ask_person(request: ElicitationRequest) -> JsonDict:
+    call = request.call
+    if call is None:  # nobody can be asked outside a tool call of a run
+        logger.warning(
+            "MCP server %r asked for input outside a tool call: cancelled", request.server
+        )
+        return {"action": "cancel"}
+    given = call.given
+    if given is not None and not call.used:
+        call.used = True
+        if given.action != "accept":
+            return {"action": given.action}
+        reply = json.dumps(given.content or {})
+        try:
+            return {"action": "accept", "content": _content(request.requested_schema, reply)}
+        except MCPError:
+            pass  # the form changed since: ask again (the tool call fails, saying why)
+    if call.asked is None:
+        call.asked = request
+    return {"action": "cancel"}
+
+
+ask_person: ElicitationHandler = _ask_person
+"""Elicitation through the run's durable pause (see the module docstring)."""
+
+
+class ReplyElicitation:
+    """Answer ``elicitation/create`` in place: ``reply(request)`` returns a person's text.
+
+    The text is read against the server's form (:func:`avo.forms.form_content`:
+    a JSON object, or the one open field's value; missing fields take their
+    defaults); None declines. A reply that does not fit answers an error.
+    """
+
+    def __init__(self, reply: Callable[[ElicitationRequest], str | Awaitable[str | None] | None]):
+        self.reply = reply
+
+    async def __call__(self, request: ElicitationRequest) -> JsonDict:
+        text = self.reply(request)
+        if inspect.isawaitable(text):
+            text = await text
+        if text is None:
+            return {"action": "decline"}
+        return {"action": "accept", "content": _content(request.requested_schema, text)}
 
 
 class ProviderSampler:
@@ -203,13 +283,15 @@ def sampling_request(server: str, params: Mapping[str, Any]) -> SamplingRequest:
     )
 
 
-def elicitation_request(server: str, params: Mapping[str, Any]) -> ElicitationRequest:
+def elicitation_request(
+    server: str, params: Mapping[str, Any], call: PendingCall | None = None
+) -> ElicitationRequest:
     """Read ``elicitation/create`` params; MCPError when they are malformed."""
     message = params.get("message")
     schema = params.get("requestedSchema")
     if not isinstance(message, str) or not isinstance(schema, dict):
         raise MCPError("elicitation/create needs a message and a requestedSchema object")
-    return ElicitationRequest(server, message, dict(schema), dict(params))
+    return ElicitationRequest(server, message, dict(schema), dict(params), call)
 
 
 def print_progress(stream: Any = None) -> ProgressCallback:
@@ -234,9 +316,12 @@ __all__ = [
     "ClientFeatures",
     "ElicitationHandler",
     "ElicitationRequest",
+    "PendingCall",
     "ProgressCallback",
     "ProgressUpdate",
     "ProviderSampler",
+    "ReplyElicitation",
+    "ask_person",
     "SamplingHandler",
     "SamplingRequest",
     "elicitation_request",

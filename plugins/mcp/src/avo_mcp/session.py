@@ -19,6 +19,7 @@ from typing import Any
 from avo.exceptions import MCPError
 from avo_mcp.features import (
     ClientFeatures,
+    PendingCall,
     ProgressCallback,
     ProgressUpdate,
     elicitation_request,
@@ -90,6 +91,7 @@ class MCPSession(abc.ABC):
         self._progress_ids = itertools.count(1)
         self._tools_listeners: list[ToolsListener] = []
         self._background: set[asyncio.Task[Any]] = set()
+        self._calls: list[PendingCall] = []
 
     # ----------------------------------------------------------- public state
 
@@ -272,7 +274,12 @@ class MCPSession(abc.ABC):
         return self._tools
 
     async def call_tool(
-        self, name: str, arguments: JsonDict, *, on_progress: ProgressCallback | None = None
+        self,
+        name: str,
+        arguments: JsonDict,
+        *,
+        on_progress: ProgressCallback | None = None,
+        pending: PendingCall | None = None,
     ) -> JsonDict:
         """Call one tool; return ``{"name", "is_error", "result"}`` plus ``"text"``.
 
@@ -280,6 +287,8 @@ class MCPSession(abc.ABC):
         A tool-level error (``isError: true``) is returned, not raised — the
         avo tool adapter turns it into a failed tool result. Progress the server
         reports goes to ``on_progress`` (default: the features' ``on_progress``).
+        An ``elicitation/create`` that arrives while this is the only call in
+        flight is handed ``pending`` (what the call knows of a person's answer).
         """
         if not self._started:
             raise self._failure or MCPError(
@@ -292,9 +301,12 @@ class MCPSession(abc.ABC):
             token = f"avo-{next(self._progress_ids)}"
             params["_meta"] = {"progressToken": token}
             self._progress[token] = (name, callback)
+        call = pending or PendingCall(name)
+        self._calls.append(call)
         try:
             result = await self.request("tools/call", params)
         finally:
+            self._calls.remove(call)
             if token is not None:
                 self._progress.pop(token, None)
         wrapped: JsonDict = {
@@ -323,7 +335,8 @@ class MCPSession(abc.ABC):
                 request = sampling_request(self.name, params)
                 return result_response(request_id, await self.features.sampling(request))
             if method == "elicitation/create" and self.features.elicitation is not None:
-                asked = elicitation_request(self.name, params)
+                call = self._calls[0] if len(self._calls) == 1 else None
+                asked = elicitation_request(self.name, params, call)
                 return result_response(request_id, await self.features.elicitation(asked))
         except Exception as exc:
             return error_response(request_id, INTERNAL_ERROR, str(exc))

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from avo.exceptions import MCPError
+from avo.approval import tool_input
+from avo.exceptions import MCPError, ToolInputRequiredError
 from avo.models import ToolMetadata, ToolRisk
 from avo.tools import ToolRegistry
+from avo_mcp.features import PendingCall
 from avo_mcp.framing import JsonDict
 from avo_mcp.naming import assign_tool_names, tool_name_for
 from avo_mcp.results import DEFAULT_MAX_OUTPUT_CHARS, convert_result
@@ -89,14 +91,23 @@ class MCPTool:
     async def invoke(self, arguments: Mapping[str, Any]) -> Any:
         """Call the remote tool and return what the model should read.
 
-        Raises MCPError when the call fails in any way (``isError`` included).
+        Raises MCPError when the call fails in any way (``isError`` included),
+        and ToolInputRequiredError when the server asked a person for input
+        that nobody has given yet (see :data:`avo_mcp.features.ask_person`).
         """
+        pending = PendingCall(self.remote_name, given=tool_input())
         try:
-            wrapped = await self.server.call_tool(self.remote_name, dict(arguments))
+            wrapped = await self.server.call_tool(
+                self.remote_name, dict(arguments), pending=pending
+            )
         except MCPError as exc:
+            if pending.asked is not None:
+                raise self._needs_input(pending.asked) from None
             raise MCPError(
                 f"MCP tool {self.remote_name!r} failed: {exc}", tool_name=self._metadata.name
             ) from exc
+        if pending.asked is not None:  # its answer is discarded: the call runs again
+            raise self._needs_input(pending.asked)
         raw = wrapped.get("result")
         output = convert_result(
             raw if isinstance(raw, dict) else {}, max_chars=self.max_output_chars
@@ -109,6 +120,14 @@ class MCPTool:
                 tool_name=self._metadata.name,
             )
         return output.for_runtime()  # images as content blocks (avo.content_blocks)
+
+    def _needs_input(self, asked: Any) -> ToolInputRequiredError:
+        return ToolInputRequiredError(
+            f"MCP server {self.server.name!r} asks for input during {self.remote_name!r}",
+            question=f"{self.server.name} asks: {asked.message}",
+            schema=dict(asked.requested_schema),
+            tool_name=self._metadata.name,
+        )
 
     def __repr__(self) -> str:
         return f"MCPTool({self._metadata.name!r} on {self.server.name!r})"

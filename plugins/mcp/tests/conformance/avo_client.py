@@ -9,7 +9,11 @@ the error on stderr) otherwise.
 
 The "browser" that the authorization URL is opened in is an HTTP client that
 follows the authorization server's redirect to avo's loopback listener, as a
-browser would once the user approved.
+browser would once the user approved. A server's elicitation is answered in
+place by a "person" who accepts the form as offered (the reply ``{}``, read
+by avo's form reader, which fills in the schema's defaults); this client runs
+no agent loop, so there is no run to pause (tests/test_mcp_elicitation.py
+covers the durable pause).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import httpx
 
 from avo.exceptions import AvoError
 from avo_mcp import MCPClient, MCPHttpServer
-from avo_mcp.features import ClientFeatures
+from avo_mcp.features import ClientFeatures, ReplyElicitation
 from avo_mcp.oauth import OAuthClient, OAuthConfig
 
 ARGUMENTS = {"add_numbers": {"a": 2, "b": 3}}
@@ -52,7 +56,10 @@ async def main(url: str) -> None:
         url=url,
         name="conformance",
         timeout_seconds=20,
-        features=ClientFeatures(on_progress=lambda update: print(update.describe())),
+        features=ClientFeatures(
+            on_progress=lambda update: print(update.describe()),
+            elicitation=ReplyElicitation(lambda request: "{}"),
+        ),
         auth=auth,
     )
     async with MCPClient(server) as client:

@@ -52,7 +52,7 @@ HEAD_SQL = (
 _TOOL_CALL_SQL = (
     "SELECT event_type FROM avo_events WHERE run_id = $1 AND tool_call_id = $2 "
     "AND event_type IN ('tool_started', 'tool_completed', 'tool_failed', "
-    "'human_input_requested', 'human_input_received')"
+    "'human_input_requested', 'human_input_received') ORDER BY sequence"
 )
 # Events whose tool_call_id is a column: tool starts and results, and a call's request
 # for a person and its answer (an answer needs an open request: invariant lookups).
@@ -179,8 +179,9 @@ async def learn_tool_call(conn: Any, head: Head, event: AgentEvent) -> None:
         kind = row["event_type"]
         if kind == EventType.TOOL_STARTED.value:
             log.started_tool_calls.add(call_id)
-        elif kind == EventType.HUMAN_INPUT_REQUESTED.value:
+        elif kind == EventType.HUMAN_INPUT_REQUESTED.value:  # asked again once answered
             log.requested_inputs.add(call_id)
+            log.answered_inputs.discard(call_id)
         elif kind == EventType.HUMAN_INPUT_RECEIVED.value:
             log.answered_inputs.add(call_id)
         else:

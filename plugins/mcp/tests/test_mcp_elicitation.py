@@ -1,0 +1,224 @@
+"""A server's elicitation becomes a durable question in the run, answered from anywhere.
+
+The SDK-written server's ``book_table`` asks for a date (``ctx.elicit``) and
+appends every booking it makes to a file, so each test counts effects: the
+first call is answered "cancel" (nobody has answered yet) and makes none; the
+run records the question with the server's form and pauses; an answer (from
+``avo.ops``, ``avo runs answer`` in another process, or a denial) is checked
+against the form; the resumed run calls the tool again and its elicitation
+gets the answer. Over stdio and over streamable HTTP (127.0.0.1), and with the
+CLI as separate processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from avo import AgentRuntime, EventType, FakeProvider, ModelResponse, RunState, ToolCall
+from avo.approval import TOOL_INPUT, RequestKind
+from avo.exceptions import ApprovalError
+from avo.ops.approval import answer, deny, pending_requests
+from avo_mcp import ClientFeatures, MCPClient, MCPHttpServer, MCPServer, ask_person
+from avo_sqlite import SQLiteEventStore
+
+TESTS_DIR = Path(__file__).resolve().parent
+SERVER = [sys.executable, str(TESTS_DIR / "sdk_server.py")]
+
+SCRIPT = [
+    ModelResponse(
+        tool_call=ToolCall(tool_call_id="c1", name="book_table", arguments={"place": "Ito"})
+    ),
+    ModelResponse(content="done"),
+]
+
+
+def _completed_text(events: list[Any]) -> str:
+    done = [e.payload for e in events if e.event_type is EventType.TOOL_COMPLETED]
+    return json.dumps(done[-1]["result"]["output"]) if done else ""
+
+
+async def _run_once(server: Any, store: Any, *, resume: str | None = None) -> Any:
+    """One "process": a fresh client to the server and a fresh runtime over the store."""
+    async with MCPClient(server) as client:
+        runtime = AgentRuntime(
+            provider=FakeProvider(SCRIPT),
+            tools=client.tools(),
+            event_store=store,
+            approval_callback=lambda call: True,
+        )
+        if resume is not None:
+            return await runtime.resume(resume)
+        return await runtime.run("book a table", run_id="r1")
+
+
+def _stdio(bookings: Path) -> MCPServer:
+    return MCPServer(
+        command=SERVER,
+        name="sdk",
+        env={"SDK_BOOKINGS": str(bookings)},
+        features=ClientFeatures(elicitation=ask_person),
+    )
+
+
+async def test_stdio_question_pauses_then_the_answer_books_once(tmp_path: Path) -> None:
+    bookings = tmp_path / "bookings.txt"
+    store = SQLiteEventStore(tmp_path / "runs.db")
+    try:
+        first = await _run_once(_stdio(bookings), store)
+        assert first.status is RunState.PAUSED
+        assert not bookings.exists()  # the first call was cancelled before it acted
+        [request] = await pending_requests(store, "r1")
+        assert (request.kind, request.rule, request.tool_name) == (
+            RequestKind.QUESTION,
+            TOOL_INPUT,
+            "book_table",
+        )
+        assert request.question == "sdk asks: Which day should I book Ito?"
+        assert request.schema is not None and set(request.schema["properties"]) == {
+            "date",
+            "seats",
+        }
+        with pytest.raises(ApprovalError, match="field 'seats' must be between 1 and 9"):
+            await answer(store, "r1", '{"date": "2026-05-01", "seats": 40}', request.tool_call_id)
+        await answer(store, "r1", "2026-05-01", request.tool_call_id)  # seats: the default
+        second = await _run_once(_stdio(bookings), store, resume="r1")
+        assert second.status is RunState.COMPLETED and second.output == "done"
+        assert bookings.read_text() == "Ito on 2026-05-01 for 2\n"
+        assert "booked Ito on 2026-05-01 for 2" in _completed_text(await store.get_events("r1"))
+    finally:
+        await store.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The SDK server over streamable HTTP (event streams, sessions) on a loopback port."""
+    port, bookings = _free_port(), tmp_path / "http-bookings.txt"
+    process = subprocess.Popen(
+        [*SERVER, "http", str(port)],
+        env={**os.environ, "SDK_BOOKINGS": str(bookings)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the SDK HTTP server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", bookings
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+async def test_http_a_denial_reaches_the_server_as_decline(
+    tmp_path: Path, http_server: tuple[str, Path]
+) -> None:
+    url, bookings = http_server
+    store = SQLiteEventStore(tmp_path / "runs.db")
+
+    def server() -> MCPHttpServer:
+        return MCPHttpServer(url=url, name="web", features=ClientFeatures(elicitation=ask_person))
+
+    try:
+        first = await _run_once(server(), store)
+        assert first.status is RunState.PAUSED
+        [request] = await pending_requests(store, "r1")
+        assert request.question == "web asks: Which day should I book Ito?"
+        await deny(store, "r1", request.tool_call_id, reason="not this week")
+        second = await _run_once(server(), store, resume="r1")
+        assert second.status is RunState.COMPLETED
+        assert "no booking: the user chose decline" in _completed_text(await store.get_events("r1"))
+        assert not bookings.exists()
+    finally:
+        await store.close()
+
+
+CONFIG = """
+[provider]
+name = "fake"
+[[provider.settings.script]]
+tool_call = {{name = "sdk__book_table", arguments = {{place = "Ito"}}}}
+[[provider.settings.script]]
+content = "all booked"
+
+[store]
+location = "runs.db"
+
+[permission]
+mode = "bypass_permissions"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+env = {{SDK_BOOKINGS = "{bookings}"}}
+"""
+
+
+def _avo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVO_", "XDG_"))}
+    env.update({"HOME": str(cwd / "home"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "avo.cli", *args],
+        cwd=cwd,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_cli_run_pauses_answer_elsewhere_resume_books_once(tmp_path: Path) -> None:
+    bookings = tmp_path / "bookings.txt"
+    (tmp_path / "avo.toml").write_text(
+        CONFIG.format(command=json.dumps(SERVER), bookings=bookings), encoding="utf-8"
+    )
+    first = _avo(tmp_path, "run", "book a table", "--json")
+    assert first.returncode == 3, first.stdout + first.stderr  # paused; the process exits
+    data = json.loads(first.stdout)
+    [waiting] = data["waiting"]
+    assert waiting["kind"] == "question" and "Which day should I book Ito?" in waiting["summary"]
+    run_id, call_id = data["run_id"], waiting["tool_call_id"]
+    assert not bookings.exists()
+    listed = _avo(tmp_path, "runs", "list", "--pending", "--json")
+    [row] = json.loads(listed.stdout)
+    assert row["tool_call_id"] == call_id
+    bad = _avo(tmp_path, "runs", "answer", run_id, call_id, '{"when": "soon"}')
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[0] == (
+        f"avo: the answer to call {call_id} does not fit its form: the form has no field "
+        "'when' (fields: date, seats)"
+    )
+    given = _avo(tmp_path, "runs", "answer", run_id, call_id, '{"date": "2026-05-01", "seats": 3}')
+    assert given.returncode == 0, given.stderr
+    resumed = _avo(tmp_path, "runs", "resume", run_id, "--json")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == "all booked"
+    assert bookings.read_text() == "Ito on 2026-05-01 for 3\n"
