@@ -175,3 +175,37 @@ def test_forms_read_replies_and_say_what_does_not_fit() -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             form_content(schema, text)
+
+
+async def test_a_rerun_cut_off_is_an_ordinary_open_call() -> None:
+    """Dying while the question waits loses nothing; dying during the rerun leaves an open
+    call, which resume refuses to run blindly (the kernel's rule for a cut-off call)."""
+    from avo.exceptions import UnsafeResumeError
+
+    class Died(BaseException):
+        pass
+
+    def dies(args: BookArgs) -> None:
+        if tool_input() is not None:
+            raise Died  # the process "dies" in the middle of the rerun
+        raise ToolInputRequiredError("needs a date", question="Which date?", schema=FORM)
+
+    def runtime(store: Any) -> AgentRuntime:
+        tool = FunctionTool(
+            name="book", description="Book.", arguments_model=BookArgs, function=dies
+        )
+        return AgentRuntime(
+            provider=FakeProvider(SCRIPT),
+            tools=[tool],
+            event_store=store,
+            approval_callback=lambda call: True,
+        )
+
+    store = InMemoryEventStore()
+    await runtime(store).run("book", run_id="r1")
+    [request] = await pending_requests(store, "r1")
+    await answer(store, "r1", "2026-05-01", request.tool_call_id)
+    with pytest.raises(Died):
+        await runtime(store).resume("r1")
+    with pytest.raises(UnsafeResumeError, match=request.tool_call_id):
+        await runtime(store).resume("r1")

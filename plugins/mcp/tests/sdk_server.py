@@ -52,6 +52,21 @@ async def book_table(place: str, ctx: Context) -> str:
 
 
 @app.tool()
+async def count(to: int, ctx: Context) -> str:
+    """Count to ``to``, reporting progress at each step."""
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to, f"step {step}")
+    return f"counted to {to}"
+
+
+@app.tool()
+async def where(ctx: Context) -> str:
+    """The client's roots (where it lets this server work)."""
+    listed = await ctx.session.list_roots()
+    return " ".join(str(root.uri) for root in listed.roots)
+
+
+@app.tool()
 def boom() -> str:
     """Always fails with a tool error."""
     raise ValueError("the boom tool always fails")

@@ -222,3 +222,136 @@ def test_cli_run_pauses_answer_elsewhere_resume_books_once(tmp_path: Path) -> No
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads(resumed.stdout)["output"] == "all booked"
     assert bookings.read_text() == "Ito on 2026-05-01 for 3\n"
+
+
+PROGRESS_CONFIG = """
+[provider]
+name = "fake"
+[[provider.settings.script]]
+tool_call = {{name = "sdk__count", arguments = {{to = 3}}}}
+[[provider.settings.script]]
+tool_call = {{name = "sdk__where", arguments = {{}}}}
+[[provider.settings.script]]
+content = "counted"
+
+[store]
+location = "runs.db"
+
+[permission]
+mode = "bypass_permissions"
+
+[mcp]
+user_servers = false
+progress = "print"
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+def test_cli_run_shows_progress_and_offers_the_workspace_as_root(tmp_path: Path) -> None:
+    (tmp_path / "avo.toml").write_text(
+        PROGRESS_CONFIG.format(command=json.dumps(SERVER)), encoding="utf-8"
+    )
+    done = _avo(tmp_path, "run", "count", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("mcp: ")]
+    assert lines == [f"mcp: sdk/count: {n}/3 step {n}" for n in (1, 2, 3)]
+    run_id = json.loads(done.stdout)["run_id"]
+    trace = _avo(tmp_path, "runs", "inspect", run_id, "--json")
+    assert trace.returncode == 0, trace.stderr
+    assert tmp_path.resolve().as_uri() in trace.stdout  # where: the roots it was given
+
+
+class Terminal:
+    """``avo ARGS`` on a real pseudo-terminal (stdin is a TTY: the run asks there)."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        import pty
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AVO_", "XDG_"))}
+        env.update({"HOME": str(cwd / "home"), "NO_COLOR": "1", "TERM": "dumb"})
+        argv = [sys.executable, "-m", "avo.cli", *args]
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become avo
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        self.seen = ""
+
+    def read_until(self, text: str, timeout: float = 120) -> str:
+        import select
+
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"never saw {text!r}; the terminal showed:\n{self.seen}"
+            ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:
+                    chunk = b""
+                assert chunk or text in self.seen, f"exited before {text!r}:\n{self.seen}"
+                self.seen += chunk.decode("utf-8", "replace")
+        return self.seen
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def finish(self, timeout: float = 120) -> int:
+        import contextlib
+        import select
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if ready:
+                with contextlib.suppress(OSError):
+                    self.seen += os.read(self.fd, 4096).decode("utf-8", "replace")
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+        os.kill(self.pid, 9)
+        raise AssertionError(f"avo did not exit; the terminal showed:\n{self.seen}")
+
+    def kill(self) -> None:
+        import signal
+
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def _booking_config(tmp_path: Path) -> Path:
+    bookings = tmp_path / "bookings.txt"
+    (tmp_path / "avo.toml").write_text(
+        CONFIG.format(command=json.dumps(SERVER), bookings=bookings), encoding="utf-8"
+    )
+    return bookings
+
+
+def test_the_terminal_prompt_answers_the_form_in_place(tmp_path: Path) -> None:
+    bookings = _booking_config(tmp_path)
+    term = Terminal(tmp_path, "run", "book a table")
+    shown = term.read_until("answer: ")
+    assert "sdk asks: Which day should I book Ito?" in shown
+    assert "fields: date (a string, required), seats (an integer, default 2)" in shown
+    term.send(b'{"seats": 3}\r')  # no date: said at once, asked again
+    term.read_until("field 'date' is required")
+    term.send(b'{"date": "2026-05-01", "seats": 3}\r')
+    assert term.finish() == 0, term.seen
+    assert bookings.read_text() == "Ito on 2026-05-01 for 3\n"
+
+
+def test_a_process_killed_while_the_question_waits_loses_nothing(tmp_path: Path) -> None:
+    bookings = _booking_config(tmp_path)
+    term = Terminal(tmp_path, "run", "book a table")
+    term.read_until("answer: ")
+    term.kill()  # SIGKILL while the question waits at the prompt
+    listed = _avo(tmp_path, "runs", "list", "--pending", "--json")
+    [row] = json.loads(listed.stdout)
+    given = _avo(tmp_path, "runs", "answer", row["run_id"], row["tool_call_id"], "2026-06-01")
+    assert given.returncode == 0, given.stderr
+    resumed = _avo(tmp_path, "runs", "resume", row["run_id"], "--json")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert bookings.read_text() == "Ito on 2026-06-01 for 2\n"
