@@ -6,9 +6,14 @@ reads and writes the avo event store. The worker's runtime (composed from its
 avo.toml) owns the real provider, tools and store; the workflow reaches them
 only through these three activities.
 
-A retried store write (its worker died after the write and before the
-acknowledgement) finds its events already stored, by their ids, and returns
-them instead of writing twice.
+The workflow does not write the store with activities of their own: its
+store proxy keeps the run's writes until the next activity, and the model or
+tool activity (or, at the end, a ``batch`` store call) applies them first, in
+order, before it calls anything. So what precedes an effect is durable before
+the effect, as in process, with one round trip per step's call instead of one
+more per write. A retried write (its worker died after the write and before
+the acknowledgement) finds its events already stored, by their ids, and
+returns them instead of writing twice.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 from avo.events import AgentEvent
 from avo.exceptions import AvoError, EventInvariantError, StorageError
 from avo.models import Checkpoint, ModelRequest, RunRecord, ToolCall, ToolEffect
-from avo_temporal.codec import UNKNOWN_OUTCOME, application_error, dump, load
+from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, application_error, dump, load
 from avo_temporal.effects import EffectLedger
 
 MODEL = "avo.model"
@@ -68,10 +73,11 @@ class AvoActivities:
         self.plugins = plugins
 
     @activity.defn(name=MODEL)
-    async def model(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One model call: the worker's provider answers the request."""
-        parsed = ModelRequest.model_validate(request)
+    async def model(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The run's pending writes, then one model call: the worker's provider answers."""
+        parsed = ModelRequest.model_validate(job["request"])
         async with heartbeating(self.every):
+            await self.apply_writes(job.get("writes") or [])
             try:
                 response = await self.runtime.provider.generate(parsed)
             except AvoError as exc:
@@ -83,6 +89,7 @@ class AvoActivities:
         """One tool call, exactly once: a retry returns the recorded result (see effects.py)."""
         call = ToolCall.model_validate(job["call"])
         run_id, dispatch = str(job["run_id"]), int(job["dispatch"])
+        await self.apply_writes(job.get("writes") or [])  # TOOL_STARTED durable first
         metadata = self.runtime.tools.metadata_of(call.name)
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
         if effect is not ToolEffect.PURE:
@@ -110,11 +117,28 @@ class AvoActivities:
 
     @activity.defn(name=STORE)
     async def store_call(self, job: dict[str, Any]) -> Any:
-        """One event store method, by name, with JSON in and out."""
+        """One event store method, by name, with JSON in and out (``batch``: writes in order)."""
         method, args = str(job["method"]), job.get("args") or {}
+        if method == "batch":
+            await self.apply_writes(args.get("ops") or [])
+            return None
+        return await self._one(method, args, writes=False)
+
+    async def apply_writes(self, ops: list[dict[str, Any]]) -> None:
+        """Apply the workflow's pending store writes in order (each idempotent by event ids).
+
+        A store that refuses a write for good fails the activity with
+        ``WRITES_FAILED`` (the workflow's store proxy then refuses everything
+        after it); a busy store fails it retryably, and the retry finds what
+        was already written.
+        """
+        for op in ops:
+            await self._one(str(op["method"]), op.get("args") or {}, writes=True)
+
+    async def _one(self, method: str, args: dict[str, Any], *, writes: bool) -> Any:
         # A write may be done again after its worker died between the write and the
-        # workflow recording it (a local activity then starts over at attempt 1):
-        # each write first looks for its events when the store refuses it.
+        # workflow recording it: each write first looks for its events when the store
+        # refuses it (and on a retry, before writing).
         retry = activity.info().attempt > 1
         written: list[AgentEvent] = []
         try:
@@ -122,11 +146,11 @@ class AvoActivities:
         except KeyError:
             raise ApplicationError(f"unknown store method {method!r}", non_retryable=True) from None
         except EventInvariantError as exc:  # the write itself is wrong: no retry helps
-            raise application_error(exc) from None
+            raise _refused(exc, writes) from None
         except StorageError as exc:  # a busy or unreachable database: try again
             raise ApplicationError(str(exc), type=type(exc).__name__) from None
         except AvoError as exc:
-            raise application_error(exc) from None
+            raise _refused(exc, writes) from None
         self._notify(written)
         return result
 
@@ -143,6 +167,17 @@ class AvoActivities:
                 continue
             for problem in problems or ():
                 activity.logger.warning("observer problem on run %s: %s", event.run_id, problem)
+
+
+def _refused(exc: AvoError, writes: bool) -> Any:
+    """A store's refusal as a non-retryable failure (marked when it came with a call)."""
+    if not writes:
+        return application_error(exc)
+    return ApplicationError(
+        f"the event store refused the run's write ({type(exc).__name__}): {exc}",
+        type=WRITES_FAILED,
+        non_retryable=True,
+    )
 
 
 async def _stored(store: Any, run_id: str, events: list[AgentEvent]) -> list[AgentEvent] | None:

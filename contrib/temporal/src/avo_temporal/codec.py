@@ -19,6 +19,9 @@ from avo.exceptions import AvoError
 UNKNOWN_OUTCOME = "ToolOutcomeUnknownError"
 """The error type of a tool activity that cannot tell whether its call took effect."""
 
+WRITES_FAILED = "avo.store_writes_refused"
+"""The error type of an activity whose run's pending store writes the store refused."""
+
 _ATTRIBUTES = ("retryable", "retry_after", "status_code", "run_id", "tool_call_id", "tool_name")
 
 
@@ -71,4 +74,4 @@ def error_from(failure: BaseException) -> BaseException:
         return AvoError(cause.message)
 
 
-__all__ = ["UNKNOWN_OUTCOME", "application_error", "dump", "error_from", "load"]
+__all__ = ["UNKNOWN_OUTCOME", "WRITES_FAILED", "application_error", "dump", "error_from", "load"]

@@ -6,16 +6,26 @@ worker's composed runtime, swapping in these three: the kernel's handlers call
 do in process, and each call becomes an activity (recorded in the workflow
 history, so a replay on another worker gets the same answers without calling
 anything again). Only workflow code uses this module.
+
+Store writes do not get activities of their own. The store proxy keeps them
+(as the JSON the activity applies) and the next model or tool activity
+carries them: the worker applies them, in order, before it calls the model or
+the tool, so every event that precedes an effect is durable before the effect,
+as in process. The workflow applies what is left when the run stops driving
+(one ``batch`` store activity), and before a read. A step of the tool loop is
+two activities (the model call, the tool call) instead of five or six.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ActivityCancellationType
 
 from avo.events import AgentEvent
 from avo.exceptions import (
@@ -36,7 +46,7 @@ from avo.models import (
 )
 from avo.tools import ToolRegistry, failed_result
 from avo_temporal.activities import MODEL, STORE, TOOL
-from avo_temporal.codec import UNKNOWN_OUTCOME, dump, error_from, load
+from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, dump, error_from, load
 
 _STORE_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=60),
@@ -51,10 +61,34 @@ _READS = frozenset(
 )
 
 
-class ActivityProvider:
-    """``generate`` as the ``avo.model`` activity on some worker."""
+def _carrying(options: dict[str, Any], writes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Activity options for a call that carries writes: a cancel waits for the activity.
 
-    def __init__(self, real: Any, *, timeout: float, heartbeat: float) -> None:
+    (So the runtime's re-read after a cancellation sees every write that landed.)
+    """
+    if not writes:
+        return options
+    return {**options, "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED}
+
+
+def _failure(store: ActivityStore, exc: ActivityError) -> BaseException | None:
+    """A cancelled activity as a cancellation, refused writes as the store's error."""
+    cause = exc.cause
+    if isinstance(cause, CancelledError):
+        return asyncio.CancelledError()
+    if isinstance(cause, ApplicationError) and cause.type == WRITES_FAILED:
+        store.broken = StorageError(cause.message)
+        return store.broken
+    return None
+
+
+class ActivityProvider:
+    """``generate`` as the ``avo.model`` activity on some worker (carrying the run's writes)."""
+
+    def __init__(
+        self, real: Any, store: ActivityStore, *, timeout: float, heartbeat: float
+    ) -> None:
+        self._store = store
         self.name = getattr(real, "name", None)
         self.model = getattr(real, "model", None)
         self.supports_output_schema = getattr(real, "supports_output_schema", False) is True
@@ -69,9 +103,14 @@ class ActivityProvider:
         }
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        writes = self._store.take()
+        job = {"request": dump(request), "writes": writes}
         try:
-            data = await workflow.execute_activity(MODEL, dump(request), **self._options)
+            data = await workflow.execute_activity(MODEL, job, **_carrying(self._options, writes))
         except ActivityError as exc:
+            special = _failure(self._store, exc)
+            if special is not None:
+                raise special from None
             error = error_from(exc)
             if isinstance(error, AvoError):
                 raise error from None
@@ -82,8 +121,17 @@ class ActivityProvider:
 class ActivityToolRegistry(ToolRegistry):
     """The worker's tools (their metadata here), each call run by the ``avo.tool`` activity."""
 
-    def __init__(self, real: ToolRegistry, *, run_id: str, timeout: float | None, heartbeat: float):
+    def __init__(
+        self,
+        real: ToolRegistry,
+        store: ActivityStore,
+        *,
+        run_id: str,
+        timeout: float | None,
+        heartbeat: float,
+    ):
         super().__init__(real.get(name) for name in real.names())
+        self._store = store
         self._run_id = run_id
         self._dispatches: dict[str, int] = {}
         self._timeout = timedelta(seconds=(timeout or 3600) + heartbeat)
@@ -109,17 +157,20 @@ class ActivityToolRegistry(ToolRegistry):
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
         dispatch = self._dispatches.get(call.tool_call_id, 0) + 1
         self._dispatches[call.tool_call_id] = dispatch
-        job = {"run_id": self._run_id, "call": dump(call), "dispatch": dispatch}
+        writes = self._store.take()
+        job = {"run_id": self._run_id, "call": dump(call), "dispatch": dispatch, "writes": writes}
         started_at, started = workflow.now(), workflow.time()
+        options = {
+            "start_to_close_timeout": self._timeout,
+            "heartbeat_timeout": self._heartbeat,
+            "retry_policy": self._retry(effect),
+        }
         try:
-            data = await workflow.execute_activity(
-                TOOL,
-                job,
-                start_to_close_timeout=self._timeout,
-                heartbeat_timeout=self._heartbeat,
-                retry_policy=self._retry(effect),
-            )
+            data = await workflow.execute_activity(TOOL, job, **_carrying(options, writes))
         except ActivityError as exc:
+            special = _failure(self._store, exc)
+            if special is not None:
+                raise special from None
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == UNKNOWN_OUTCOME:
                 raise ToolOutcomeUnknownError(
@@ -142,23 +193,55 @@ class ActivityToolRegistry(ToolRegistry):
 
 
 class ActivityStore:
-    """The avo event store, each method the ``avo.store`` activity (retried writes: idempotent).
+    """The avo event store seen from the workflow: writes kept for the next activity, reads local.
 
-    Writes are ordinary activities: one runs only once the workflow's history
-    has recorded the decision to run it, so a workflow task that Temporal gave
-    to another worker (its first worker slow or gone) cannot write what the
-    history never knew, and a retry carries the same events (same ids) and
-    finds them stored. Reads are local activities (on the worker running the
-    workflow task, no round trip through the server).
+    A write returns what the store would (the store keeps the runtime's
+    numbering) and is applied by the next model or tool activity, or by
+    :meth:`sync`. Those are ordinary activities: one runs only once the
+    workflow's history has recorded the decision to run it, so a workflow task
+    that Temporal gave to another worker (its first worker slow or gone)
+    cannot write what the history never knew, and a retry carries the same
+    events (same ids) and finds them stored. Reads are local activities (on
+    the worker running the workflow task, no round trip through the server),
+    after the pending writes are applied.
     """
 
+    def __init__(self) -> None:
+        self._pending: list[dict[str, Any]] = []
+        self.broken: StorageError | None = None
+
+    def take(self) -> list[dict[str, Any]]:
+        """The pending writes, in order (the caller's activity applies them first)."""
+        if self.broken is not None:
+            raise self.broken
+        pending, self._pending = self._pending, []
+        return pending
+
+    async def sync(self) -> None:
+        """Apply the pending writes now (one ``batch`` store activity, if any are pending)."""
+        writes = self.take()
+        if writes:
+            await self._run("batch", {"ops": writes})
+
+    def _defer(self, method: str, **args: Any) -> None:
+        if self.broken is not None:
+            raise self.broken
+        self._pending.append({"method": method, "args": args})
+
     async def _call(self, method: str, **args: Any) -> Any:
+        await self.sync()
+        return await self._run(method, args)
+
+    async def _run(self, method: str, args: dict[str, Any]) -> Any:
         job = {"method": method, "args": args}
         try:
             if method in _READS:  # nothing to undo if a stale task ran it: no server round trip
                 return await workflow.execute_local_activity(STORE, job, **_STORE_OPTIONS)
-            return await workflow.execute_activity(STORE, job, **_STORE_OPTIONS)
+            return await workflow.execute_activity(STORE, job, **_carrying(_STORE_OPTIONS, [job]))
         except ActivityError as exc:
+            special = _failure(self, exc)
+            if special is not None:
+                raise special from None
             error = error_from(exc)
             if isinstance(error, AvoError):
                 raise error from None
@@ -166,50 +249,53 @@ class ActivityStore:
                 f"the event store activity {method} failed: {exc.cause or exc}"
             ) from None
 
+    # Writes: kept (as JSON, so later changes to the objects cannot reach them) and
+    # answered as the store answers: it keeps the events the runtime numbered.
+
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
-        return RunRecord.model_validate(
-            await self._call("create_run", run=dump(run), event=dump(event))
-        )
+        self._defer("create_run", run=dump(run), event=dump(event))
+        return run
 
     async def append_batch(
         self, run: RunRecord, events: Any, checkpoint: Checkpoint | None = None
     ) -> list[AgentEvent]:
-        data = await self._call(
-            "append_batch", run=dump(run), events=dump(list(events)), checkpoint=dump(checkpoint)
-        )
-        return load(AgentEvent, data)  # type: ignore[no-any-return]
+        events = list(events)
+        self._defer("append_batch", run=dump(run), events=dump(events), checkpoint=dump(checkpoint))
+        return events
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:
-        return AgentEvent.model_validate(await self._call("append_event", event=dump(event)))
+        self._defer("append_event", event=dump(event))
+        return event
 
     async def append_event_and_update_run(
         self, event: AgentEvent, run: RunRecord
     ) -> tuple[AgentEvent, RunRecord]:
-        data = await self._call("append_event", event=dump(event), run=dump(run))
-        return AgentEvent.model_validate(data), run
+        self._defer("append_event", event=dump(event), run=dump(run))
+        return event, run
 
     async def save_checkpoint(
         self, checkpoint: Checkpoint, event: AgentEvent
     ) -> tuple[Checkpoint, AgentEvent]:
-        data = await self._call("save_checkpoint", checkpoint=dump(checkpoint), event=dump(event))
-        return Checkpoint.model_validate(data[0]), AgentEvent.model_validate(data[1])
+        self._defer("save_checkpoint", checkpoint=dump(checkpoint), event=dump(event))
+        return checkpoint, event
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
     ) -> tuple[AgentEvent, AgentEvent]:
-        data = await self._call(
+        self._defer(
             "finalize_run",
             run=dump(run),
             state_event=dump(state_event),
             terminal_event=dump(terminal_event),
         )
-        return AgentEvent.model_validate(data[0]), AgentEvent.model_validate(data[1])
+        return state_event, terminal_event
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return load(RunRecord, await self._call("get_run", run_id=run_id))  # type: ignore[no-any-return]
 
     async def update_run(self, run: RunRecord) -> RunRecord:
-        return RunRecord.model_validate(await self._call("update_run", run=dump(run)))
+        self._defer("update_run", run=dump(run))
+        return run
 
     async def list_runs(self) -> list[RunRecord]:
         return load(RunRecord, await self._call("list_runs"))  # type: ignore[no-any-return]

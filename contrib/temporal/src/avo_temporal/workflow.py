@@ -77,25 +77,29 @@ class AvoRunWorkflow:
     def __init__(self) -> None:
         self._signals: list[tuple[str, dict[str, Any]]] = []
         self._runtime: Any = None
+        self._store: ActivityStore | None = None
         self._driving = False
 
     def _build(self, run_id: str) -> Any:
         context = _context.lookup(workflow.info().task_queue)
         real = context.runtime
         settings = context.settings
+        store = self._store = ActivityStore()  # its writes ride on the next model/tool activity
         rt = real.derive(
             provider=ActivityProvider(
                 real.provider,
+                store,
                 timeout=settings.model_timeout_seconds,
                 heartbeat=settings.heartbeat_seconds,
             ),
             tools=ActivityToolRegistry(
                 real.tools,
+                store,
                 run_id=run_id,
                 timeout=real.policy.tool_timeout_seconds,
                 heartbeat=settings.heartbeat_seconds,
             ),
-            event_store=ActivityStore(),
+            event_store=store,
             clock=workflow.now,
             sleep=asyncio.sleep,
             stream_callback=None,
@@ -112,9 +116,16 @@ class AvoRunWorkflow:
     async def _drive(self, driving: Any) -> RunResult:
         self._driving = True
         try:
-            return await driving  # type: ignore[no-any-return]
+            result = await driving
         finally:
             self._driving = False
+        await self._sync()
+        return result  # type: ignore[no-any-return]
+
+    async def _sync(self) -> None:
+        """Apply the run's pending store writes (the run stopped driving: nothing carries them)."""
+        if self._store is not None:
+            await self._store.sync()
 
     @workflow.run
     async def run(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +147,7 @@ class AvoRunWorkflow:
             operation, payload = self._signals.pop(0)
             try:
                 result = await self._operate(rt, run_id, operation, payload, result)
+                await self._sync()
             except AvoError as exc:  # e.g. an unsafe resume: the run waits for the next signal
                 workflow.logger.warning("run %s: %s refused: %s", run_id, operation, exc)
         return dump(result)  # type: ignore[no-any-return]
