@@ -3,18 +3,23 @@
 ``loop`` is a fake model that is a function of its request (so any worker can
 answer any run's step, before or after a crash): for task ``T`` it asks for
 ``append_line("T k")`` for k = 0 .. calls-1, one call per turn, then answers
-``T done``. ``append_line`` is a non-idempotent tool: it appends a line to a
-file (with ``delay`` seconds in the middle, a window to kill a worker in).
+``T done`` (after ``latency`` seconds per answer, like a real provider's;
+streamed a character every ``char_delay`` seconds when asked to stream).
+``append_line`` is a non-idempotent tool: it appends a line to a file (with
+``delay`` seconds in the middle, a window to kill a worker in).
 """
 
 SOURCE = """
+import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from avo.models import ModelResponse, TokenUsage, ToolCall, ToolEffect, ToolRisk
 from avo.plugins import ProviderSpec, ToolSpec, provides
+from avo.providers.streaming import ModelChunk, response_to_chunks
 from avo.tools import FunctionTool
 
 
@@ -24,8 +29,12 @@ class LoopProvider:
 
     def __init__(self, settings):
         self.calls = int(settings.get("calls", 3))
+        self.latency = float(settings.get("latency", 0))
+        self.char_delay = float(settings.get("char_delay", 0))
 
     async def generate(self, request):
+        if self.latency:  # a real provider's time to answer, without the CPU
+            await asyncio.sleep(self.latency)
         task = next(m["content"] for m in request.messages if m.get("role") == "user")
         done = sum(1 for m in request.messages if m.get("role") == "tool")
         usage = TokenUsage(input_tokens=10, output_tokens=5)
@@ -33,6 +42,17 @@ class LoopProvider:
             call = ToolCall(name="append_line", arguments={"line": f"{task} {done}"})
             return ModelResponse(tool_calls=[call], usage=usage)
         return ModelResponse(content=f"{task} done", usage=usage)
+
+
+    async def stream(self, request):
+        for chunk in response_to_chunks(await self.generate(request)):
+            if not chunk.text:
+                yield chunk
+                continue
+            for char in chunk.text:
+                yield ModelChunk(text=char)
+                await asyncio.sleep(self.char_delay)
+            yield replace(chunk, text="")
 
 
 def make_provider(settings, environ=None):

@@ -48,6 +48,8 @@ class Fleet:
         *,
         calls: int = 3,
         delay: float = 0.0,
+        latency: float = 0.0,
+        char_delay: float = 0.0,
         mode: str = "bypass_permissions",
         hooks: str = "",
     ) -> None:
@@ -60,6 +62,7 @@ class Fleet:
             "[policy]\nmax_runtime_seconds = 3600\n"
             "provider_timeout_seconds = 600\ntool_timeout_seconds = 600\n"
             f'[provider]\nname = "loop"\n[provider.settings]\ncalls = {calls}\n'
+            f"latency = {latency}\nchar_delay = {char_delay}\n"
             f'[store]\nlocation = "{self.store}"\n{self.store_settings}'
             f'[engine]\nname = "temporal"\n[engine.settings]\naddress = "{self.address}"\n'
             f'task_queue = "{self.queue}"\nheartbeat_seconds = 2\n',

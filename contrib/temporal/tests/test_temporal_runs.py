@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporal_fleet import Fleet, submit
@@ -47,6 +50,71 @@ def test_avo_run_engine_temporal_drives_the_run_on_a_worker(fleet: Fleet) -> Non
     assert kinds.count(EventType.TOOL_COMPLETED) == 3 and kinds[-1] is EventType.RUN_COMPLETED
     inspected = fleet.avo("runs", "inspect", run_id)
     assert "completed" in inspected.stdout
+
+
+def test_a_session_carries_into_the_workflow(fleet: Fleet) -> None:
+    fleet.start_worker()
+    first = json.loads(fleet.avo("run", "--json", "--session", "s1", "alpha", timeout=180).stdout)
+    assert first["status"] == "completed", fleet.logs()
+    # The second run starts from the first one's transcript: the loop model reads the
+    # session's first task and its three tool results there, so it just answers.
+    second = json.loads(fleet.avo("run", "--json", "--session", "s1", "beta", timeout=180).stdout)
+    assert second["status"] == "completed", fleet.logs()
+    assert second["output"] == "alpha done"
+    created = asyncio.run(_events(fleet, second["run_id"]))[0]
+    assert created.payload["session"]["session_id"] == "s1"
+    assert created.payload["session"]["continues"] == first["run_id"]
+    assert created.payload["session"]["carried_messages"] > 0
+    listed = fleet.avo("sessions", "list", "--json").stdout
+    (session,) = [s for s in json.loads(listed) if s["session_id"] == "s1"]
+    assert session["run_ids"] == [first["run_id"], second["run_id"]], session
+    assert fleet.effects.read_text().splitlines() == ["alpha 0", "alpha 1", "alpha 2"]
+
+
+def test_avo_run_shows_the_answer_as_the_worker_streams_it(fleet: Fleet) -> None:
+    fleet.write_config(calls=1, char_delay=0.5)  # "zeta done" takes ~4.5 s to stream
+    fleet.start_worker()
+    command = [sys.executable, "-c", "import sys; from avo.cli import main; sys.exit(main())"]
+    process = subprocess.Popen(
+        [*command, "run", "--engine", "temporal", "--no-session", "zeta"],
+        cwd=fleet.root,
+        env=fleet.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    try:
+        first = process.stdout.read(1)  # the first character shown
+        run_id = _only_run(fleet)
+        head = asyncio.run(_head(fleet, run_id))
+        # shown while the model call still streams: the run has not recorded its answer
+        assert head.state.value not in {"completed", "failed"}, head
+        rest, errors = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert (first + rest).decode() == "zeta done\n"  # each character once, then a newline
+
+
+def _only_run(fleet: Fleet) -> str:
+    async def ids() -> list[str]:
+        store = open_store(fleet.store)
+        try:
+            return [run.run_id for run in await store.list_runs()]
+        finally:
+            await store.close()
+
+    (run_id,) = asyncio.run(ids())
+    return run_id
+
+
+async def _head(fleet: Fleet, run_id: str) -> Any:
+    store = open_store(fleet.store)
+    try:
+        return await store.get_run(run_id)
+    finally:
+        await store.close()
 
 
 async def _wait_for(fleet: Fleet, run_id: str, *states: str, timeout: float = 90) -> object:

@@ -55,6 +55,9 @@ class RunSubmission:
 
     ``resolved`` is the submitter's configuration (an engine whose workers
     compose their own runtime may ignore all of it but the engine table).
+    ``session_id``: the session the run continues (see :mod:`avo.sessions`).
+    ``stream``: the submitter shows the model's answers as they arrive (an
+    engine that can, offers them through ``stream_text(run_id)``).
     """
 
     task: str
@@ -63,6 +66,8 @@ class RunSubmission:
     user_state: dict[str, JsonValue] = field(default_factory=dict)
     resolved: ResolvedConfig | None = None
     workspace: str | None = None
+    session_id: str | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,7 @@ class InProcessEngine:
                 system_prompt=submission.system_prompt,
                 user_state=dict(submission.user_state),
                 run_id=submission.run_id,
+                session_id=submission.session_id,
             )
         return submission.run_id
 

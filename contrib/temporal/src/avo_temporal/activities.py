@@ -27,8 +27,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from avo.events import AgentEvent
-from avo.exceptions import AvoError, EventInvariantError, StorageError
+from avo.exceptions import AvoError, EventInvariantError, SessionError, StorageError
 from avo.models import Checkpoint, ModelRequest, RunRecord, ToolCall, ToolEffect
+from avo.providers.streaming import StreamAssembler
+from avo.redaction import StreamRedactor
+from avo.sessions import session_store_of
 from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, application_error, dump, load
 from avo_temporal.effects import EffectLedger
 
@@ -38,12 +41,19 @@ STORE = "avo.store"
 
 
 @contextlib.asynccontextmanager
-async def heartbeating(every: float) -> AsyncIterator[None]:
-    """Heartbeat while the body runs, so a dead worker is noticed within the heartbeat timeout."""
+async def heartbeating(every: float, details: Any = None) -> AsyncIterator[None]:
+    """Heartbeat while the body runs, so a dead worker is noticed within the heartbeat timeout.
+
+    ``details()`` (if given) is sent with each heartbeat: the text a model call
+    has streamed so far, which ``avo run --engine temporal`` shows as it grows.
+    """
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
+            if details is None:
+                activity.heartbeat()
+            else:
+                activity.heartbeat(details())
             await asyncio.sleep(every)
 
     task = asyncio.create_task(beat())
@@ -74,15 +84,40 @@ class AvoActivities:
 
     @activity.defn(name=MODEL)
     async def model(self, job: dict[str, Any]) -> dict[str, Any]:
-        """The run's pending writes, then one model call: the worker's provider answers."""
+        """The run's pending writes, then one model call: the worker's provider answers.
+
+        With ``stream`` (the submitter shows the answer as it arrives) and a
+        provider that streams, the text so far rides on the heartbeats.
+        """
         parsed = ModelRequest.model_validate(job["request"])
-        async with heartbeating(self.every):
+        provider = self.runtime.provider
+        streamed: list[str] = []
+        stream = bool(job.get("stream")) and callable(getattr(provider, "stream", None))
+        details = (lambda: {"text": "".join(streamed)}) if stream else None
+        async with heartbeating(self.every, details):
             await self.apply_writes(job.get("writes") or [])
             try:
-                response = await self.runtime.provider.generate(parsed)
+                if stream:
+                    response = await self._streamed(parsed, streamed)
+                else:
+                    response = await provider.generate(parsed)
             except AvoError as exc:
                 raise application_error(exc) from None
         return dump(response)  # type: ignore[no-any-return]
+
+    async def _streamed(self, request: ModelRequest, shown: list[str]) -> Any:
+        """The provider's stream, assembled; its text (known secrets masked) into ``shown``."""
+        assembler = StreamAssembler()
+        masked = StreamRedactor(self.runtime.redactor, shown.append)
+        async for chunk in self.runtime.provider.stream(request):
+            if chunk.text:
+                before = len(shown)
+                masked.feed(chunk.text)
+                if len(shown) > before:
+                    activity.heartbeat({"text": "".join(shown)})  # (the SDK throttles them)
+            assembler.feed(chunk)
+        masked.close()
+        return assembler.build()
 
     @activity.defn(name=TOOL)
     async def tool(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +376,62 @@ async def _list_runs(
     return dump(await store.list_runs())
 
 
+def _sessions(store: Any) -> Any:
+    sessions = session_store_of(store)
+    if sessions is None:
+        raise SessionError(
+            f"the worker's event store {type(store).__name__} does not keep sessions; use the "
+            "sqlite or postgres store on the workers (or submit the run with --no-session)"
+        )
+    return sessions
+
+
+async def _create_session(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    sessions = _sessions(store)
+    session_id = str(args["session_id"])
+    if retry:  # an earlier attempt may have created it
+        found = await sessions.get_session(session_id)
+        if found is not None:
+            return dump(found)
+    return dump(await sessions.create_session(session_id, title=str(args.get("title") or "")))
+
+
+async def _get_session(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await _sessions(store).get_session(str(args["session_id"])))
+
+
+async def _list_sessions(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:
+    return dump(await _sessions(store).list_sessions())
+
+
+async def _add_session_run(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:  # adding a run twice is a no-op: a retry is safe
+    record = await _sessions(store).add_session_run(str(args["session_id"]), str(args["run_id"]))
+    return dump(record)
+
+
+async def _save_session_transcript(
+    store: Any, args: dict[str, Any], retry: bool, written: list[AgentEvent]
+) -> Any:  # replaces the transcript: a retry is safe
+    record = await _sessions(store).save_session_transcript(
+        str(args["session_id"]), str(args["run_id"]), list(args["messages"])
+    )
+    return dump(record)
+
+
 _STORE_METHODS: dict[str, Any] = {
+    "create_session": _create_session,
+    "get_session": _get_session,
+    "list_sessions": _list_sessions,
+    "add_session_run": _add_session_run,
+    "save_session_transcript": _save_session_transcript,
     "create_run": _create_run,
     "append_batch": _append_batch,
     "append_event": _append_event,

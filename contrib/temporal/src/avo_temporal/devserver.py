@@ -50,8 +50,14 @@ def _listening(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def dev_server(directory: str | Path | None = None, *, timeout: float = 60.0) -> Iterator[str]:
-    """Run ``temporal server start-dev`` on free loopback ports; yield its address; stop it."""
+def dev_server(
+    directory: str | Path | None = None, *, timeout: float = 60.0, persistent: bool = True
+) -> Iterator[str]:
+    """Run ``temporal server start-dev`` on free loopback ports; yield its address; stop it.
+
+    ``persistent``: keep the server's state in a SQLite file in ``directory``
+    (False: in memory, as ``start-dev`` does without ``--db-filename``).
+    """
     port, http_port, metrics_port = free_port(), free_port(), free_port()
     with contextlib.ExitStack() as stack:
         where = Path(directory or stack.enter_context(tempfile.TemporaryDirectory()))
@@ -71,11 +77,11 @@ def dev_server(directory: str | Path | None = None, *, timeout: float = 60.0) ->
             str(http_port),
             "--metrics-port",
             str(metrics_port),
-            "--db-filename",
-            str(where / "temporal.db"),
             "--log-level",
             "warn",
         ]
+        if persistent:
+            command += ["--db-filename", str(where / "temporal.db")]
         server = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ)
         )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -59,6 +60,8 @@ class TemporalEngine:
             "task": submission.task,
             "system_prompt": submission.system_prompt,
             "user_state": dict(submission.user_state),
+            "session_id": submission.session_id,
+            "stream": submission.stream,
         }
         try:
             await client.start_workflow(
@@ -114,6 +117,47 @@ class TemporalEngine:
             task_timeout=TASK_TIMEOUT,
         )
 
+    async def stream_text(
+        self, run_id: str, *, every: float = 0.25
+    ) -> AsyncIterator[tuple[str, str]]:
+        """``(call, text so far)`` of the run's streaming model calls, until its workflow ends.
+
+        Read from the model activities' heartbeats (a worker streams a call when
+        the run was submitted with ``stream``), so the text arrives in pieces at
+        most a second apart; a call that ends between two looks shows only
+        what it had streamed by the last one (its whole answer is in the run).
+        A retried call starts over under a new key.
+        """
+        from temporalio.api.enums.v1 import WorkflowExecutionStatus
+        from temporalio.service import RPCError, RPCStatusCode
+
+        from avo_temporal.activities import MODEL
+
+        client = await self.client()
+        handle = client.get_workflow_handle(run_id)
+        while True:
+            try:
+                described = await handle.describe()
+            except RPCError as exc:
+                if exc.status is not RPCStatusCode.NOT_FOUND:
+                    raise EngineError(
+                        f"could not follow run {run_id}'s workflow: {exc}", engine=NAME
+                    ) from None
+                await asyncio.sleep(every)  # not started yet
+                continue
+            for pending in described.raw_description.pending_activities:
+                if pending.activity_type.name != MODEL or not pending.heartbeat_details.payloads:
+                    continue
+                values = await client.data_converter.decode(pending.heartbeat_details.payloads)
+                text = values[0].get("text") if values and isinstance(values[0], dict) else None
+                if isinstance(text, str) and text:
+                    yield f"{pending.activity_id}:{pending.attempt}", text
+            if described.raw_description.workflow_execution_info.status != (
+                WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+            ):
+                return
+            await asyncio.sleep(every)
+
     async def serve(self, options: WorkerOptions) -> None:
         """Compose this worker's runtime from ``options``; poll the task queue until cancelled."""
         from avo_temporal import _context
@@ -149,8 +193,6 @@ class TemporalEngine:
 
 async def _compose(options: WorkerOptions, attempts: int = 10) -> Any:
     """The worker's runtime; a busy store (a SQLite file other workers write) is tried again."""
-    import asyncio
-
     from avo.compose import compose
     from avo.exceptions import StorageError
 

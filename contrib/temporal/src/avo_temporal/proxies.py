@@ -22,6 +22,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+from pydantic import JsonValue
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
@@ -44,6 +45,7 @@ from avo.models import (
     ToolEffect,
     ToolResult,
 )
+from avo.sessions import SessionRecord
 from avo.tools import ToolRegistry, failed_result
 from avo_temporal.activities import MODEL, STORE, TOOL
 from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, dump, error_from, load
@@ -57,7 +59,15 @@ _STORE_OPTIONS: dict[str, Any] = {
 
 
 _READS = frozenset(
-    {"get_run", "get_events", "get_latest_checkpoint", "is_terminal_run", "list_runs"}
+    {
+        "get_run",
+        "get_events",
+        "get_latest_checkpoint",
+        "is_terminal_run",
+        "list_runs",
+        "get_session",
+        "list_sessions",
+    }
 )
 
 
@@ -86,9 +96,16 @@ class ActivityProvider:
     """``generate`` as the ``avo.model`` activity on some worker (carrying the run's writes)."""
 
     def __init__(
-        self, real: Any, store: ActivityStore, *, timeout: float, heartbeat: float
+        self,
+        real: Any,
+        store: ActivityStore,
+        *,
+        timeout: float,
+        heartbeat: float,
+        stream: bool = False,
     ) -> None:
         self._store = store
+        self._stream = stream  # the worker streams, the text so far on the heartbeats
         self.name = getattr(real, "name", None)
         self.model = getattr(real, "model", None)
         self.supports_output_schema = getattr(real, "supports_output_schema", False) is True
@@ -104,7 +121,7 @@ class ActivityProvider:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         writes = self._store.take()
-        job = {"request": dump(request), "writes": writes}
+        job = {"request": dump(request), "writes": writes, "stream": self._stream}
         try:
             data = await workflow.execute_activity(MODEL, job, **_carrying(self._options, writes))
         except ActivityError as exc:
@@ -314,6 +331,36 @@ class ActivityStore:
         return None
 
 
+class SessionActivityStore(ActivityStore):
+    """The store proxy of a worker whose store keeps sessions (:class:`avo.sessions.SessionStore`).
+
+    Session writes are activities of their own (a run makes three at most:
+    create, add the run, save the transcript), after the pending event writes.
+    """
+
+    async def create_session(self, session_id: str, *, title: str = "") -> SessionRecord:
+        data = await self._call("create_session", session_id=session_id, title=title)
+        return SessionRecord.model_validate(data)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        return load(SessionRecord, await self._call("get_session", session_id=session_id))  # type: ignore[no-any-return]
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        return load(SessionRecord, await self._call("list_sessions"))  # type: ignore[no-any-return]
+
+    async def add_session_run(self, session_id: str, run_id: str) -> SessionRecord:
+        data = await self._call("add_session_run", session_id=session_id, run_id=run_id)
+        return SessionRecord.model_validate(data)
+
+    async def save_session_transcript(
+        self, session_id: str, run_id: str, messages: list[dict[str, JsonValue]]
+    ) -> SessionRecord:
+        data = await self._call(
+            "save_session_transcript", session_id=session_id, run_id=run_id, messages=messages
+        )
+        return SessionRecord.model_validate(data)
+
+
 class ReplaySafePlugins:
     """The worker's plugin manager as the workflow's runtime sees it.
 
@@ -336,4 +383,10 @@ class ReplaySafePlugins:
         return self._manager.call_observers(hook_name, **kwargs)
 
 
-__all__ = ["ActivityProvider", "ActivityStore", "ActivityToolRegistry", "ReplaySafePlugins"]
+__all__ = [
+    "ActivityProvider",
+    "ActivityStore",
+    "ActivityToolRegistry",
+    "ReplaySafePlugins",
+    "SessionActivityStore",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio.worker import Worker
@@ -11,6 +12,7 @@ from avo_temporal.activities import AvoActivities
 from avo_temporal.workflow import AvoRunWorkflow
 
 DEFAULT_CONCURRENCY = 100
+STREAM_SECONDS = 1.0
 WORKFLOW_TASKS = 4
 
 
@@ -38,6 +40,10 @@ def build_worker(
         # (many at once all finish late, and a late task is handed to another worker).
         max_concurrent_workflow_tasks=WORKFLOW_TASKS,
         max_cached_workflows=max(100, limit * 4),
+        # a streamed answer rides on the model call's heartbeats: send them at most
+        # once a second (not every 80% of the heartbeat timeout) while text arrives
+        max_heartbeat_throttle_interval=timedelta(seconds=STREAM_SECONDS),
+        default_heartbeat_throttle_interval=timedelta(seconds=STREAM_SECONDS),
     )
 
 

@@ -23,12 +23,14 @@ import uuid
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from avo.approval import Answer, AnswerKind
-    from avo.exceptions import AvoError
+    from avo.exceptions import AvoError, SessionError
     from avo.models import RunResult
     from avo.ops.cancel import cancel_run
+    from avo.sessions import session_store_of
     from avo.state import is_terminal
     from avo_temporal import _context
     from avo_temporal.codec import dump
@@ -37,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ActivityStore,
         ActivityToolRegistry,
         ReplaySafePlugins,
+        SessionActivityStore,
     )
 
 WORKFLOW = "avo.run"
@@ -80,17 +83,20 @@ class AvoRunWorkflow:
         self._store: ActivityStore | None = None
         self._driving = False
 
-    def _build(self, run_id: str) -> Any:
+    def _build(self, run_id: str, *, stream: bool = False) -> Any:
         context = _context.lookup(workflow.info().task_queue)
         real = context.runtime
         settings = context.settings
-        store = self._store = ActivityStore()  # its writes ride on the next model/tool activity
+        # writes ride on the next model/tool activity; sessions if the worker's store keeps them
+        keeps_sessions = session_store_of(real.event_store) is not None
+        store = self._store = (SessionActivityStore if keeps_sessions else ActivityStore)()
         rt = real.derive(
             provider=ActivityProvider(
                 real.provider,
                 store,
                 timeout=settings.model_timeout_seconds,
                 heartbeat=settings.heartbeat_seconds,
+                stream=stream,
             ),
             tools=ActivityToolRegistry(
                 real.tools,
@@ -130,18 +136,25 @@ class AvoRunWorkflow:
     @workflow.run
     async def run(self, job: dict[str, Any]) -> dict[str, Any]:
         run_id = str(job["run_id"])
-        rt = self._runtime = self._build(run_id)
+        rt = self._runtime = self._build(run_id, stream=bool(job.get("stream")))
         if job.get("resume"):
             result = await self._drive(rt.resume(run_id, lease=False))
         else:
-            result = await self._drive(
-                rt.run(
-                    str(job["task"]),
-                    run_id=run_id,
-                    system_prompt=job.get("system_prompt"),
-                    user_state=dict(job.get("user_state") or {}),
+            try:
+                result = await self._drive(
+                    rt.run(
+                        str(job["task"]),
+                        run_id=run_id,
+                        system_prompt=job.get("system_prompt"),
+                        user_state=dict(job.get("user_state") or {}),
+                        session_id=job.get("session_id"),
+                    )
                 )
-            )
+            except SessionError as exc:  # refused before the run existed: no retry helps
+                raise ApplicationError(
+                    str(exc), type=type(exc).__name__, non_retryable=True
+                ) from None
+
         while not is_terminal(result.status):
             await workflow.wait_condition(lambda: bool(self._signals))
             operation, payload = self._signals.pop(0)
