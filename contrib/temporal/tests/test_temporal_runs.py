@@ -201,6 +201,19 @@ def test_a_worker_killed_mid_call_makes_the_unknown_outcome_a_question_for_a_per
     assert "it already happened" in str(failed[0].payload["error"])
 
 
+def test_a_cancel_during_a_model_call_ends_the_run_cancelled(fleet: Fleet) -> None:
+    fleet.write_config(calls=1, latency=60.0)  # the model takes a minute to answer
+    fleet.start_worker()
+    run_id = asyncio.run(submit(fleet, "kappa"))
+    asyncio.run(_wait_for(fleet, run_id, "model_pending"))  # its first write: the call began
+    fleet.avo("runs", "cancel", run_id, "--reason", "changed my mind")
+    head = asyncio.run(_wait_for(fleet, run_id, "cancelled", timeout=50))  # not after the call
+    assert head.error == "changed my mind"  # type: ignore[attr-defined]
+    events = asyncio.run(_events(fleet, run_id))
+    RunLogState.from_events(run_id, events)  # gapless and valid: nothing written twice
+    assert not fleet.effects.exists()
+
+
 @pytest.mark.parametrize("operation", ["answer", "cancel"])
 def test_signal_names_are_the_kernel_operations(operation: str) -> None:
     from avo.engines import OPERATIONS
