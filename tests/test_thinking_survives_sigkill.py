@@ -1,8 +1,9 @@
 """Reasoning the vendor signed survives SIGKILL and a resume through the SQLite store.
 
-A real process runs an Anthropic-style (or Gemini) run on a loopback server:
-the model thinks (signed thinking blocks, a redacted block, or Gemini's
-thoughtSignature) and calls a tool; the process is SIGKILLed while its second
+A real process runs an Anthropic-style (or Gemini, or OpenAI Responses) run on a
+loopback server: the model thinks (signed thinking blocks, a redacted block,
+Gemini's thoughtSignature, or a Responses reasoning item's encrypted_content)
+and calls a tool; the process is SIGKILLed while its second
 model call is in flight. Another process resumes the run from the store alone
 and asks again: the vendor must get its reasoning back byte for byte. The
 thinking text mentions a token and a password on purpose: the store's
@@ -25,7 +26,7 @@ import pytest
 
 from avo.models import TokenUsage
 from avo.testing.providers import ScriptedHTTPServer, ScriptedResponse
-from avo_providers.wire_fakes import AnthropicWire, GeminiWire
+from avo_providers.wire_fakes import AnthropicWire, GeminiWire, ResponsesWire
 
 WORKER = Path(__file__).with_name("thinking_worker.py")
 USAGE = TokenUsage(input_tokens=8, output_tokens=3)
@@ -99,3 +100,21 @@ def test_gemini_thought_signature_goes_back_after_sigkill_and_resume(tmp_path: P
     )
     assert after_resume["contents"] == before_kill["contents"]
     assert after_resume["contents"][-2]["parts"][0]["thoughtSignature"] == SIGNATURE
+
+
+def test_openai_reasoning_items_go_back_after_sigkill_and_resume(tmp_path: Path) -> None:
+    wire = ResponsesWire()
+    item = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": THINKING[0]["thinking"]}],
+        "encrypted_content": SIGNATURE,
+    }
+    first = wire.tool_calls([("call_1", "get_weather", {"city": "Oslo"})], USAGE, [item])
+    _, before_kill, after_resume = kill_during_second_call(
+        "openai-responses", tmp_path, first, wire.text("Clear.", USAGE)
+    )
+    assert after_resume["input"] == before_kill["input"]
+    assert after_resume["input"][-3] == item  # summary and encrypted_content unchanged
+    assert after_resume["input"][-2]["call_id"] == "call_1"
+    assert after_resume["store"] is False and "previous_response_id" not in after_resume

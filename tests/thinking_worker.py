@@ -1,7 +1,8 @@
 """Worker process of test_thinking_survives_sigkill: run or resume a run that thinks.
 
 ``python thinking_worker.py run|resume STYLE DB BASE_URL`` drives run ``r`` with
-the real adapter of STYLE (``anthropic`` or ``minimax-anthropic``, or ``gemini``)
+the real adapter of STYLE (``anthropic`` or ``minimax-anthropic``, ``gemini``, or
+``openai-responses``)
 at BASE_URL on a SQLite store at DB, and prints the run's status and output.
 """
 
@@ -17,6 +18,7 @@ from avo_providers.anthropic import AnthropicProvider
 from avo_providers.base_http import MiniMaxConfig, ProviderConfig
 from avo_providers.gemini import GeminiProvider
 from avo_providers.minimax import MiniMaxProvider
+from avo_providers.openai_responses import OpenAIResponsesProvider
 from avo_sqlite import SQLiteEventStore
 
 KEY = "sk-thinking-0123456789abcdef"
@@ -29,6 +31,8 @@ class City(BaseModel):
 def provider(style: str, url: str) -> object:
     if style == "anthropic":
         return AnthropicProvider(ProviderConfig(model="m", api_key=KEY, base_url=url))
+    if style == "openai-responses":
+        return OpenAIResponsesProvider(ProviderConfig(model="m", api_key=KEY, base_url=url))
     if style == "gemini":
         return GeminiProvider(ProviderConfig(model="m", api_key=KEY, base_url=url))
     config = MiniMaxConfig(model="m", api_key=KEY, base_url=url, api_style="anthropic")

@@ -12,8 +12,15 @@ from avo_providers.gemini import GeminiProvider
 from avo_providers.minimax import MiniMaxProvider
 from avo_providers.ollama import OllamaCloudProvider, OllamaProvider
 from avo_providers.openai_compatible import OpenAICompatibleProvider
+from avo_providers.openai_responses import OpenAIResponsesProvider
 from avo_providers.openai_vendors import CerebrasProvider, GroqProvider, OpenRouterProvider
-from avo_providers.wire_fakes import AnthropicWire, GeminiWire, OllamaWire, OpenAIWire
+from avo_providers.wire_fakes import (
+    AnthropicWire,
+    GeminiWire,
+    OllamaWire,
+    OpenAIWire,
+    ResponsesWire,
+)
 
 
 class _WireConformance(ProviderConformance):
@@ -55,6 +62,12 @@ class TestOpenAIConformance(_WireConformance):
     vendor = "OpenAI"
     wire = OpenAIWire()
     provider_class = OpenAICompatibleProvider
+
+
+class TestOpenAIResponsesConformance(_WireConformance):
+    vendor = "OpenAI"
+    wire = ResponsesWire()
+    provider_class = OpenAIResponsesProvider
 
 
 class TestGroqConformance(_WireConformance):

@@ -14,7 +14,16 @@ from typing import Literal
 from avo.plugins import ProviderCapabilities
 
 ProviderName = Literal[
-    "ollama", "minimax", "anthropic", "openai", "groq", "cerebras", "openrouter", "gemini", "router"
+    "ollama",
+    "minimax",
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "groq",
+    "cerebras",
+    "openrouter",
+    "gemini",
+    "router",
 ]
 
 PROVIDER_MODELS: dict[str, tuple[str, ...]] = {
@@ -42,6 +51,20 @@ PROVIDER_MODELS: dict[str, tuple[str, ...]] = {
         "o1-preview",
         "o3-mini",
         "gpt-3.5-turbo",
+    ),
+    "openai-responses": (
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-5",
+        "gpt-5-mini",
+        "gpt-5-nano",
+        "o3",
+        "o4-mini",
+        "o3-mini",
+        "o1",
     ),
     "anthropic": (
         "claude-sonnet-4-5",
@@ -88,6 +111,7 @@ ANTHROPIC_ADAPTER_DEFAULT_MODEL = "claude-sonnet-4-6"
 API_KEY_ENV: dict[str, tuple[str, ...]] = {
     "anthropic": ("AVO_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
     "openai": ("AVO_OPENAI_API_KEY", "OPENAI_API_KEY"),
+    "openai-responses": ("AVO_OPENAI_API_KEY", "OPENAI_API_KEY"),
     "groq": ("AVO_GROQ_API_KEY", "GROQ_API_KEY"),
     "cerebras": ("AVO_CEREBRAS_API_KEY", "CEREBRAS_API_KEY"),
     "openrouter": ("AVO_OPENROUTER_API_KEY", "OPENROUTER_API_KEY"),
@@ -104,6 +128,7 @@ variable as a fallback (``avo doctor`` notes when that is the one used);
 API_STYLE: dict[str, str] = {
     "anthropic": "anthropic",
     "openai": "openai",
+    "openai-responses": "openai-responses",
     "groq": "openai",
     "cerebras": "openai",
     "openrouter": "openai",
@@ -113,7 +138,9 @@ API_STYLE: dict[str, str] = {
 }
 """The wire format each provider speaks (MiniMax: ``AVO_MINIMAX_API_STYLE``)."""
 
-ENV_PREFIX: dict[str, str] = {"ollama-cloud": "AVO_OLLAMA"}
+ENV_PREFIX: dict[str, str] = {"ollama-cloud": "AVO_OLLAMA", "openai-responses": "AVO_OPENAI"}
+"""Providers sharing another's variables: ``openai-responses`` reads ``AVO_OPENAI_*``
+(same key, base URL and model names as the Chat Completions adapter)."""
 
 
 def env_prefix(name: str) -> str:
@@ -199,6 +226,11 @@ CONTEXT_WINDOWS: dict[str, dict[str, int]] = {
         "o1-preview": 128_000,
         "o3-mini": 200_000,
         "gpt-3.5-turbo": 16_385,
+        "gpt-5": 400_000,
+        "gpt-5-mini": 400_000,
+        "gpt-5-nano": 400_000,
+        "o3": 200_000,
+        "o4-mini": 200_000,
     },
     "groq": {
         "llama-3.3-70b-versatile": 131_072,
@@ -243,6 +275,8 @@ CONTEXT_WINDOWS: dict[str, dict[str, int]] = {
 }
 """Context windows (tokens) per model, from the vendors' model pages as of 2025-11;
 a model not listed falls back to its provider's ``context_window`` capability."""
+PRICING["openai-responses"] = PRICING["openai"]  # the Responses API bills like Chat
+CONTEXT_WINDOWS["openai-responses"] = CONTEXT_WINDOWS["openai"]
 
 CAPABILITIES: dict[str, ProviderCapabilities] = {
     "anthropic": ProviderCapabilities(
@@ -267,6 +301,19 @@ CAPABILITIES: dict[str, ProviderCapabilities] = {
         context_window=128_000,
         documents=("application/pdf",),
         image_urls=True,
+    ),
+    "openai-responses": ProviderCapabilities(
+        streaming=True,
+        tool_calls=True,
+        parallel_tool_calls=True,
+        json_schema_output=True,
+        vision=True,
+        prompt_caching=True,
+        context_window=128_000,
+        documents=("application/pdf",),
+        image_urls=True,
+        document_urls=True,
+        thinking=True,
     ),
     "groq": ProviderCapabilities(
         streaming=True, tool_calls=True, parallel_tool_calls=True, context_window=131_072

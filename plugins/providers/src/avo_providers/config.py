@@ -182,6 +182,51 @@ def make_ollama_cloud(settings: Mapping[str, Any], *, environ: Mapping[str, str]
     return OllamaCloudProvider(config, **_sizes(settings), client=_client(settings))
 
 
+def make_openai_responses(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
+    """``OpenAIResponsesProvider`` from settings / ``AVO_OPENAI_*`` (the Chat adapter's variables).
+
+    ``tool_choice``, ``reasoning_effort`` and ``reasoning_summary`` come from
+    settings or ``AVO_OPENAI_TOOL_CHOICE`` / ``AVO_OPENAI_REASONING_EFFORT`` /
+    ``AVO_OPENAI_REASONING_SUMMARY``.
+    """
+    from avo_providers.base_http import ProviderConfig
+    from avo_providers.openai_responses import OpenAIResponsesProvider
+
+    name = "openai-responses"
+    choice = str(settings.get("tool_choice") or _env(environ, "AVO_OPENAI_TOOL_CHOICE") or "auto")
+    effort = settings.get("reasoning_effort") or _env(environ, "AVO_OPENAI_REASONING_EFFORT")
+    if effort is not None and str(effort).lower() not in REASONING_EFFORTS:
+        raise ConfigError(
+            f"AVO_OPENAI_REASONING_EFFORT must be one of {', '.join(REASONING_EFFORTS)}, "
+            f"got {effort!r}",
+            key="AVO_OPENAI_REASONING_EFFORT",
+        )
+    summary = settings.get("reasoning_summary") or _env(environ, "AVO_OPENAI_REASONING_SUMMARY")
+    if summary is not None and str(summary).lower() not in REASONING_SUMMARIES:
+        raise ConfigError(
+            f"AVO_OPENAI_REASONING_SUMMARY must be one of {', '.join(REASONING_SUMMARIES)}, "
+            f"got {summary!r}",
+            key="AVO_OPENAI_REASONING_SUMMARY",
+        )
+    config = ProviderConfig(
+        model=_model(name, settings, environ, PROVIDER_MODELS[name][0]),
+        api_key=_required_key(name, settings, environ),
+        base_url=_base_url(name, settings, environ),
+    )
+    return OpenAIResponsesProvider(
+        config,
+        **_sizes(settings),
+        client=_client(settings),
+        tool_choice=choice,
+        reasoning_effort=str(effort).lower() if effort else None,
+        reasoning_summary=str(summary).lower() if summary else None,
+    )
+
+
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+REASONING_SUMMARIES = ("auto", "concise", "detailed")
+
+
 def make_minimax(settings: Mapping[str, Any], *, environ: Mapping[str, str]) -> Any:
     """``MiniMaxProvider``; ``AVO_MINIMAX_API_STYLE`` defaults to ``anthropic``."""
     from avo_providers.base_http import MiniMaxConfig
@@ -361,6 +406,7 @@ __all__ = [
     "make_ollama",
     "make_ollama_cloud",
     "make_openai",
+    "make_openai_responses",
     "make_openrouter",
     "make_router",
     "router_chain_from_env",

@@ -129,6 +129,11 @@ _TABLE: dict[str, list[ModelInfo]] = {
         _openai("o1-mini", 128_000, 65_536, ("1.10", "4.40", "0.55"), False, True),
         _openai("o3-mini", 200_000, 100_000, ("1.10", "4.40", "0.55"), False, True),
         _openai("gpt-3.5-turbo", 16_385, 4_096, ("0.50", "1.50", None), False, False),
+        _openai("gpt-5", 400_000, 128_000, ("1.25", "10", "0.125"), True, True),
+        _openai("gpt-5-mini", 400_000, 128_000, ("0.25", "2", "0.025"), True, True),
+        _openai("gpt-5-nano", 400_000, 128_000, ("0.05", "0.40", "0.005"), True, True),
+        _openai("o3", 200_000, 100_000, ("2", "8", "0.50"), True, True),
+        _openai("o4-mini", 200_000, 100_000, ("1.10", "4.40", "0.275"), True, True),
     ],
     "gemini": [
         _gemini("gemini-2.5-pro", 65_536, ("1.25", "10", "0.31"), True),
@@ -154,6 +159,7 @@ MODEL_INFO: dict[str, dict[str, ModelInfo]] = {
     provider: {info.name: info for info in infos} for provider, infos in _TABLE.items()
 }
 """provider -> model -> what is known about it (models not listed: all unknown)."""
+MODEL_INFO["openai-responses"] = MODEL_INFO["openai"]  # the same models, another API
 
 
 def model_info(provider: str, model: str | None) -> ModelInfo | None:

@@ -19,7 +19,14 @@ from avo_providers.catalog import (
     env_vars,
 )
 from avo_providers.model_info import MODEL_INFO
-from avo_providers.settings import HTTPProviderSettings, MiniMaxSettings, RouterSettings
+from avo_providers.settings import (
+    HTTPProviderSettings,
+    MiniMaxSettings,
+    OpenAIResponsesSettings,
+    RouterSettings,
+)
+
+_SETTINGS = {"minimax": MiniMaxSettings, "openai-responses": OpenAIResponsesSettings}
 
 
 def _spec(name: str, factory: Any, description: str, *extra_env: str) -> ProviderSpec:
@@ -28,7 +35,7 @@ def _spec(name: str, factory: Any, description: str, *extra_env: str) -> Provide
         name=name,
         factory=factory,
         description=description,
-        settings_model=MiniMaxSettings if name == "minimax" else HTTPProviderSettings,
+        settings_model=_SETTINGS.get(name, HTTPProviderSettings),
         env_vars=env_vars(name, *extra_env),
         models=models,
         capabilities=CAPABILITIES[name],
@@ -52,6 +59,14 @@ PROVIDER_SPECS: dict[str, ProviderSpec] = {
     for spec in (
         _spec("anthropic", config.make_anthropic, "Anthropic Messages API"),
         _spec("openai", config.make_openai, "Any OpenAI Chat Completions compatible server"),
+        _spec(
+            "openai-responses",
+            config.make_openai_responses,
+            "OpenAI Responses API (/v1/responses), stateless, reasoning kept",
+            "AVO_OPENAI_TOOL_CHOICE",
+            "AVO_OPENAI_REASONING_EFFORT",
+            "AVO_OPENAI_REASONING_SUMMARY",
+        ),
         _spec("ollama", config.make_ollama, "A local Ollama server (/api/chat)"),
         _spec("ollama-cloud", config.make_ollama_cloud, "Ollama Cloud (https://ollama.com)"),
         _spec("groq", config.make_groq, "Groq (OpenAI-compatible)"),
@@ -92,6 +107,7 @@ PROVIDER_SPECS: dict[str, ProviderSpec] = {
 
 anthropic = provides(PROVIDER_SPECS["anthropic"])
 openai = provides(PROVIDER_SPECS["openai"])
+openai_responses = provides(PROVIDER_SPECS["openai-responses"])
 ollama = provides(PROVIDER_SPECS["ollama"])
 ollama_cloud = provides(PROVIDER_SPECS["ollama-cloud"])
 groq = provides(PROVIDER_SPECS["groq"])
@@ -121,6 +137,7 @@ __all__ = [
     "ollama",
     "ollama_cloud",
     "openai",
+    "openai_responses",
     "openrouter",
     "router",
 ]

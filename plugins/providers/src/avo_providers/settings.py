@@ -32,6 +32,22 @@ class MiniMaxSettings(HTTPProviderSettings):
     )
 
 
+class OpenAIResponsesSettings(HTTPProviderSettings):
+    """The Responses API adds how tools are chosen and how hard reasoning models think."""
+
+    tool_choice: str = Field(
+        default="auto",
+        min_length=1,
+        description="auto, required, none, or the name of the tool the model must call.",
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="Reasoning models only; default: the model's own."
+    )
+    reasoning_summary: Literal["auto", "concise", "detailed"] | None = Field(
+        default=None, description="Ask reasoning models for a summary shown as thoughts."
+    )
+
+
 class RouterSettings(BaseModel):
     """The router's routes and strategy (defaults from AVO_ROUTER_*)."""
 
@@ -45,4 +61,9 @@ class RouterSettings(BaseModel):
     request_timeout_seconds: float = Field(default=30.0, gt=0)
 
 
-__all__ = ["HTTPProviderSettings", "MiniMaxSettings", "RouterSettings"]
+__all__ = [
+    "HTTPProviderSettings",
+    "MiniMaxSettings",
+    "OpenAIResponsesSettings",
+    "RouterSettings",
+]
