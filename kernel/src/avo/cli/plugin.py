@@ -16,6 +16,20 @@ from avo.plugins.discovery import KERNEL_DISTRIBUTION, canonical_name
 from avo.plugins.manager import PluginManager
 from avo.plugins.specs import HOOK_OF_KIND
 
+SCAFFOLD_KINDS = (
+    "tool",
+    "provider",
+    "store",
+    "notifier",
+    "hook",
+    "permission",
+    "command",
+    "shaper",
+    "bundle",
+    "slash_command",
+)
+"""``avo plugin init --kind`` choices: the tables of cli/scaffolds/kinds.toml (tested)."""
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``plugin`` subcommands to ``parser``."""
@@ -39,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     init.add_argument(
         "--kind",
         required=True,
-        choices=["tool", "provider", "store", "notifier", "hook", "permission"],
+        choices=SCAFFOLD_KINDS,
     )
     init.add_argument(
         "--directory", type=Path, default=None, help="where to create it (default ./avo-NAME)"
