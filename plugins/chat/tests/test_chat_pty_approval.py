@@ -177,3 +177,50 @@ def test_always_allows_the_tool_for_the_rest_of_the_chat_until_forgotten(place: 
         if event["event_type"] == "human_input_received"
     ]
     assert [a["reason"] for a in answers] == ["always allowed in this chat"] * 2  # a.txt, b.txt
+
+
+MCP_CONFIG = """
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {{name = "sdk__book_table", arguments = {{place = "Ito"}}}}
+
+[[provider.settings.script]]
+content = "booked it"
+
+[permission]
+mode = "bypass_permissions"
+
+[store]
+location = "chat.db"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+env = {{SDK_BOOKINGS = "{bookings}"}}
+"""
+
+
+def test_an_mcp_servers_form_is_answered_in_the_chat(place: Place) -> None:
+    """An MCP server's elicitation is the run's question: the chat shows its fields,
+    says what does not fit, and the call runs again with the answer (one booking)."""
+    from pathlib import Path
+
+    server = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    bookings = place.workspace / "bookings.txt"
+    command = json.dumps([sys.executable, str(server)])
+    place.config(MCP_CONFIG.format(command=command, bookings=bookings))
+    term = place.terminal("chat")
+    term.wait_for("/help lists commands")
+    term.enter("book a table")
+    term.wait_for("Which day should I book Ito?")
+    term.wait_for("fields: date (a string, required)")
+    term.enter('{"date": "2026-05-01", "seats": 12}')
+    term.wait_for("field 'seats' must be between 1 and 9")
+    term.enter("2026-05-01")
+    term.wait_for("booked it")
+    assert bookings.read_text() == "Ito on 2026-05-01 for 2\n"
+    term.ctrl("d")
+    assert term.wait_exit() == 0

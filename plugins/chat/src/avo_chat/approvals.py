@@ -33,6 +33,8 @@ class Preview:
     reason: str = ""
     model_reason: str = ""
     choices: tuple[str, ...] = ()
+    form: dict[str, Any] | None = None
+    """A tool's question with a form (an MCP server's elicitation): the answer's schema."""
 
 
 def _read(path: Path) -> str | None:
@@ -118,11 +120,17 @@ def preview(
     from avo.approval import RequestKind
 
     if request.kind is RequestKind.QUESTION:
+        body = request.question or ""
+        if request.schema is not None:
+            from avo.forms import describe_form
+
+            body += f"\nfields: {describe_form(request.schema)} (a JSON object; 'decline' refuses)"
         return Preview(
             title=f"{request.tool_name} asks",
             kind="question",
-            body=request.question or "",
+            body=body,
             choices=request.choices,
+            form=request.schema,
         )
     arguments = dict(request.arguments)
     kinds = dict(metadata.argument_kinds) if metadata is not None else {}
@@ -175,13 +183,29 @@ def parse_approval(text: str | None) -> Answer | None:
     return Answer.deny(word, by="chat")
 
 
-def parse_reply(text: str | None, choices: tuple[str, ...]) -> Answer | str | None:
-    """An answer to a question; a string is a hint to show before asking again."""
+def parse_reply(
+    text: str | None, choices: tuple[str, ...], form: dict[str, Any] | None = None
+) -> Answer | str | None:
+    """An answer to a question; a string is a hint to show before asking again.
+
+    With a ``form`` (a tool's question), the reply must fit it (checked here, so
+    a misfit is said and asked again); ``decline`` declines.
+    """
     from avo.approval import Answer
 
     if text is None:
         return None
     word = text.strip()
+    if form is not None:
+        from avo.forms import form_content
+
+        if word.lower() == "decline":
+            return Answer.deny("declined in the chat", by="chat")
+        try:
+            form_content(form, word)
+        except ValueError as exc:
+            return str(exc)
+        return Answer.reply(word, by="chat")
     if choices:
         if word.isdigit() and 1 <= int(word) <= len(choices):
             return Answer.reply(choices[int(word) - 1], by="chat")

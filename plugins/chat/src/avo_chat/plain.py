@@ -134,7 +134,7 @@ class PlainScreen:
                 self._write(self.err, f"  {number}. {choice}\n")
             while True:
                 self._write(self.err, "answer: ")
-                reply = parse_reply(await self._line(), preview.choices)
+                reply = parse_reply(await self._line(), preview.choices, preview.form)
                 if not isinstance(reply, str):
                     return reply
                 self._write(self.err, reply + "\n")

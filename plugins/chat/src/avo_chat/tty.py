@@ -153,7 +153,9 @@ class TerminalUI:
         if preview.kind == "question":
             while True:
                 reply = parse_reply(
-                    await self._ask(f"answer (Ctrl-C: later) {MARK} "), preview.choices
+                    await self._ask(f"answer (Ctrl-C: later) {MARK} "),
+                    preview.choices,
+                    preview.form,
                 )
                 if not isinstance(reply, str):
                     return reply
