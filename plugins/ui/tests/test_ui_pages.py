@@ -133,3 +133,67 @@ def test_a_question_is_answered_from_its_page_and_the_run_goes_on(workspace: Wor
         assert "answered by web via web" in page and "todo.md" in page
     finally:
         server.close()
+
+
+MCP_FORM = """
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {{name = "sdk__book_table", arguments = {{place = "Ito"}}}}
+
+[[provider.settings.script]]
+content = "booked it"
+
+[permission]
+mode = "bypass_permissions"
+
+[store]
+location = "runs.db"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+env = {{SDK_BOOKINGS = "{bookings}"}}
+"""
+
+
+def test_an_mcp_servers_form_is_answered_from_the_runs_page(workspace: Workspace) -> None:
+    """An MCP server's elicitation: the page shows the form's fields, a misfit is refused
+    (nothing recorded), a fitting answer continues the run and the server books once."""
+    import json
+    import re
+    import sys
+    import time
+    from pathlib import Path
+    from urllib.parse import quote
+
+    server_py = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    bookings = workspace.root / "bookings.txt"
+    command = json.dumps([sys.executable, str(server_py)])
+    config = MCP_FORM.format(command=command, bookings=bookings)
+    (workspace.root / "form.toml").write_text(config, encoding="utf-8")
+    done = workspace.avo("run", "-c", "form.toml", "book a table", check=False)
+    assert done.returncode == 3, done.stderr
+    (run,) = workspace.runs()
+    server = Server(workspace, "-c", "form.toml")
+    try:
+        status, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert status == 200 and "Which day should I book Ito?" in page
+        assert "answer a JSON object: date (a string, required)" in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        call_id = re.search(r'name="call_id" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        path = f"/runs/{run['run_id']}/answer"
+        form = f"csrf={csrf}&call_id={call_id}&continue=1&text="
+        status, headers = _post(server.url, path, form + quote('{"seats": 40}'))
+        assert status == 303 and "error" in headers["location"]
+        status, headers = _post(server.url, path, form + quote('{"date": "2026-05-01"}'))
+        assert status == 303 and "error" not in headers["location"]
+        deadline = time.monotonic() + 90
+        while workspace.runs()[0]["state"] != "completed" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert workspace.runs()[0]["state"] == "completed"
+        assert bookings.read_text() == "Ito on 2026-05-01 for 2\n"
+    finally:
+        server.close()

@@ -313,10 +313,15 @@ class Builder:
         meta = [str(p.get("risk"))] if p.get("risk") else []
         if p.get("expires_at"):
             meta.append(f"expires {p['expires_at']}")
+        text = str(p.get("question") or p.get("reason") or "")
+        if question and isinstance(p.get("schema"), Mapping):  # a tool's form (MCP elicitation)
+            from avo.forms import describe_form
+
+            text += f"\nanswer a JSON object: {describe_form(p['schema'])}"
         return Item(
             kind="ask",
             title=(f"question from {name}" if question else f"approve {name}?"),
-            text=str(p.get("question") or p.get("reason") or ""),
+            text=text,
             details=short_json(args, 600),
             diff=diff,
             meta=meta,
