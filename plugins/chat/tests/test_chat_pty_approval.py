@@ -224,3 +224,42 @@ def test_an_mcp_servers_form_is_answered_in_the_chat(place: Place) -> None:
     assert bookings.read_text() == "Ito on 2026-05-01 for 2\n"
     term.ctrl("d")
     assert term.wait_exit() == 0
+
+
+MCP_PROGRESS = """
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {{name = "sdk__count", arguments = {{to = 2}}}}
+
+[[provider.settings.script]]
+content = "counted"
+
+[permission]
+mode = "bypass_permissions"
+
+[store]
+location = "chat.db"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+def test_an_mcp_servers_progress_shows_in_the_chat(place: Place) -> None:
+    """Each progress notification of a running MCP call is a line on the chat's terminal
+    (the chat's own redraw replaces it once the call's result is shown)."""
+    from pathlib import Path
+
+    server = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    place.config(MCP_PROGRESS.format(command=json.dumps([sys.executable, str(server)])))
+    term = place.terminal("chat")
+    term.wait_for("/help lists commands")
+    term.enter("count")
+    term.wait_for("mcp: sdk/count: 2/2 step 2")
+    term.wait_for("counted")
+    term.ctrl("d")
+    assert term.wait_exit() == 0
