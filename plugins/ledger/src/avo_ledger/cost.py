@@ -7,6 +7,10 @@ in avo.toml, the ``[budget]`` rates of the configuration, the
 declare for its model (their catalogs). A total that
 includes rows nobody can price says so: it is partial, and the runs without a
 price are named.
+
+Rows keep the tokens read from and written to the vendor's prompt cache: the
+report shows them and what caching saved (the cached tokens at the input price
+minus what they cost at the cache prices), per run, per model and in total.
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from avo.exceptions import StorageError
 from avo.models import TokenUsage
 from avo_sqlite import LedgerEntry, TokenLedger
+
+if TYPE_CHECKING:
+    from avo.pricing import PriceBook
 
 DATABASE_ENV = "AVO_DATABASE_PATH"
 
@@ -47,6 +54,8 @@ class ModelCost:
     usage: TokenUsage
     cost_usd: Decimal | None
     unpriced: int = 0
+    saved_usd: Decimal | None = None
+    """What prompt caching saved on these calls (None when no cached call has a price)."""
 
 
 @dataclass
@@ -59,6 +68,7 @@ class RunCost:
     cost_usd: Decimal | None
     by_model: list[ModelCost] = field(default_factory=list)
     unpriced: int = 0
+    saved_usd: Decimal | None = None
 
 
 @dataclass
@@ -71,6 +81,8 @@ class CostReport:
     cost_usd: Decimal | None
     runs: list[RunCost]
     models: list[ModelCost]
+    saved_usd: Decimal | None = None
+    """What prompt caching saved over every priced call with cached tokens."""
 
     @property
     def unpriced_runs(self) -> list[str]:
@@ -105,21 +117,28 @@ class CostReport:
                 "store without a ledger.)"
             )
             return "\n".join(lines) + "\n"
-        columns = f"{'INPUT':>9}  {'OUTPUT':>9}  {'COST (USD)':>12}"
+        cached = _cached(self.total)
+        if cached:
+            lines.append(
+                f"Prompt cache: {self.total.cache_read_tokens} read / "
+                f"{self.total.cache_write_tokens} written   Saved: {_saved(self.saved_usd)}"
+            )
+        columns = f"{'INPUT':>9}  {'CACHED':>9}  {'OUTPUT':>9}  {'COST (USD)':>12}  {'SAVED':>9}"
         header = f"{'RUN':<36}  {'CALLS':>5}  {columns}  MODELS"
         lines += ["", "Per run:", header]
         for run in self.runs:
             models = ", ".join(m.model for m in run.by_model)
             lines.append(
-                f"{run.run_id:<36}  {run.entries:>5}  {run.usage.input_tokens:>9}  "
-                f"{run.usage.output_tokens:>9}  {_usd(run.cost_usd, run.unpriced):>12}  {models}"
+                f"{run.run_id:<36}  {run.entries:>5}  {_row(run.usage, run.cost_usd, run.unpriced)}"
+                f"  {_saved(run.saved_usd, run.usage):>9}  {models}"
             )
         lines += ["", "Per model:"]
         lines.append(f"{'MODEL':<36}  {'RUNS':>5}  {columns}")
         for model in self.models:
             lines.append(
-                f"{model.model:<36}  {model.runs:>5}  {model.usage.input_tokens:>9}  "
-                f"{model.usage.output_tokens:>9}  {_usd(model.cost_usd, model.unpriced):>12}"
+                f"{model.model:<36}  {model.runs:>5}  "
+                f"{_row(model.usage, model.cost_usd, model.unpriced)}"
+                f"  {_saved(model.saved_usd, model.usage):>9}"
             )
         if self.unpriced_runs:
             lines += [
@@ -138,6 +157,26 @@ def _tokens(usage: TokenUsage) -> str:
     return f"{usage.input_tokens} in / {usage.output_tokens} out"
 
 
+def _cached(usage: TokenUsage) -> int:
+    return usage.cache_read_tokens + usage.cache_write_tokens
+
+
+def _row(usage: TokenUsage, cost: Decimal | None, unpriced: int) -> str:
+    return (
+        f"{usage.input_tokens:>9}  {_cached(usage):>9}  {usage.output_tokens:>9}  "
+        f"{_usd(cost, unpriced):>12}"
+    )
+
+
+def _saved(value: Decimal | None, usage: TokenUsage | None = None) -> str:
+    """What caching saved: ``-`` with no cached tokens, ``unknown`` when unpriced."""
+    if usage is not None and not _cached(usage):
+        return "-"
+    if value is None:
+        return "unknown"
+    return f"{value:.6f}" if usage is not None else f"{value:.6f} USD"
+
+
 def _usd(value: Decimal | None, unpriced: int = 0) -> str:
     if value is None:
         return "unknown"
@@ -149,7 +188,14 @@ def _usage_dict(usage: TokenUsage) -> dict[str, int]:
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
     }
+
+
+def _str(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _model_dict(model: ModelCost) -> dict[str, Any]:
@@ -159,6 +205,7 @@ def _model_dict(model: ModelCost) -> dict[str, Any]:
         "usage": _usage_dict(model.usage),
         "cost_usd": None if model.cost_usd is None else str(model.cost_usd),
         "unpriced_calls": model.unpriced,
+        "saved_usd": _str(model.saved_usd),
     }
 
 
@@ -170,6 +217,7 @@ def report_to_dict(report: CostReport) -> dict[str, Any]:
         "total": _usage_dict(report.total),
         "cost_usd": None if report.cost_usd is None else str(report.cost_usd),
         "cost_partial": report.partial,
+        "saved_usd": _str(report.saved_usd),
         "unpriced_runs": report.unpriced_runs,
         "runs": [
             {
@@ -178,6 +226,7 @@ def report_to_dict(report: CostReport) -> dict[str, Any]:
                 "usage": _usage_dict(run.usage),
                 "cost_usd": None if run.cost_usd is None else str(run.cost_usd),
                 "unpriced_calls": run.unpriced,
+                "saved_usd": _str(run.saved_usd),
                 "by_model": [_model_dict(m) for m in run.by_model],
             }
             for run in report.runs
@@ -187,12 +236,21 @@ def report_to_dict(report: CostReport) -> dict[str, Any]:
 
 
 def build_report(
-    database: str, entries: Sequence[LedgerEntry], *, price: Pricer | None = None
+    database: str,
+    entries: Sequence[LedgerEntry],
+    *,
+    price: Pricer | None = None,
+    book: PriceBook | None = None,
 ) -> CostReport:
     """Aggregate ledger ``entries`` into a report (pure; used by :func:`aggregate_costs`).
 
-    ``price`` prices rows recorded without a cost; rows it cannot price count as unpriced.
+    ``book`` prices rows recorded without a cost (by their provider and model) and
+    says what caching saved on each row with cached tokens; else ``price`` prices
+    them. Rows nobody can price count as unpriced.
     """
+    from avo.pricing import COST_QUANTUM
+
+    saved: Decimal | None = None
     runs: dict[str, RunCost] = {}
     run_models: dict[tuple[str, str], ModelCost] = {}
     models: dict[str, ModelCost] = {}
@@ -202,9 +260,18 @@ def build_report(
     for entry in entries:
         name = entry.model or "unknown"
         entry_cost = entry.cost_usd
-        if entry_cost is None and price is not None:
+        entry_saved: Decimal | None = None
+        if book is not None:
+            found = book.cost(entry.provider, entry.model, entry.usage)
+            if found is not None:
+                if entry_cost is None:
+                    entry_cost = found.total.quantize(COST_QUANTUM)
+                if _cached(entry.usage):
+                    entry_saved = found.saving.quantize(COST_QUANTUM)
+        elif entry_cost is None and price is not None:
             entry_cost = price(entry.model, entry.usage)
         missing = int(entry_cost is None)
+        saved = _add(saved, entry_saved)
         total = total.plus(entry.usage)
         cost = _add(cost, entry_cost)
         run = runs.get(entry.run_id)
@@ -214,6 +281,7 @@ def build_report(
         run.unpriced += missing
         run.usage = run.usage.plus(entry.usage)
         run.cost_usd = _add(run.cost_usd, entry_cost)
+        run.saved_usd = _add(run.saved_usd, entry_saved)
         per_run = run_models.get((entry.run_id, name))
         if per_run is None:
             per_run = run_models[(entry.run_id, name)] = ModelCost(name, 1, TokenUsage(), None)
@@ -221,6 +289,7 @@ def build_report(
         per_run.usage = per_run.usage.plus(entry.usage)
         per_run.unpriced += missing
         per_run.cost_usd = _add(per_run.cost_usd, entry_cost)
+        per_run.saved_usd = _add(per_run.saved_usd, entry_saved)
         overall = models.get(name)
         if overall is None:
             overall = models[name] = ModelCost(name, 0, TokenUsage(), None)
@@ -229,6 +298,7 @@ def build_report(
         overall.usage = overall.usage.plus(entry.usage)
         overall.unpriced += missing
         overall.cost_usd = _add(overall.cost_usd, entry_cost)
+        overall.saved_usd = _add(overall.saved_usd, entry_saved)
     return CostReport(
         database=database,
         run_count=len(runs),
@@ -236,10 +306,13 @@ def build_report(
         cost_usd=cost,
         runs=list(runs.values()),
         models=sorted(models.values(), key=lambda m: m.model),
+        saved_usd=saved,
     )
 
 
-def aggregate_costs(database: Path | str, *, price: Pricer | None = None) -> CostReport:
+def aggregate_costs(
+    database: Path | str, *, price: Pricer | None = None, book: PriceBook | None = None
+) -> CostReport:
     """Read every ledger entry in ``database`` and aggregate them (see :func:`build_report`)."""
     path = Path(database)
     if not path.exists():
@@ -248,7 +321,7 @@ def aggregate_costs(database: Path | str, *, price: Pricer | None = None) -> Cos
         )
     with TokenLedger(path) as ledger:
         entries = ledger.entries()
-    return build_report(str(path), entries, price=price)
+    return build_report(str(path), entries, price=price, book=book)
 
 
 def pricer(
@@ -318,14 +391,16 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
     )
     if getattr(args, "events", False):
         return _events_report(args, resolved, stdout or sys.stdout)
+    from avo.pricing import price_book
+
     database = _ledger_file(resolved.store_location, resolved.source("store.location"))
-    price = pricer(
-        resolved.config.budget,
-        resolved.environ,
-        getattr(args, "avo_plugins", None),
+    book = price_book(
         pricing=getattr(resolved.config, "pricing", None),
+        budget=resolved.config.budget,
+        environ=resolved.environ,
+        manager=getattr(args, "avo_plugins", None),
     )
-    report = aggregate_costs(database, price=price)
+    report = aggregate_costs(database, book=book)
     out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())
     return 0

@@ -7,8 +7,9 @@
 
   Its factory (called when the config enables it) arms an observer that
   implements ``avo_event_appended``; the composed runtime's plugin manager then
-  feeds it every event. It contributes no run hooks. Rates: ``AVO_USAGE_RATES_*``
-  first, else the pricing table of the provider plugin named in each event.
+  feeds it every event. It contributes no run hooks. Prices: ``AVO_USAGE_RATES_*``
+  first, else the catalog of the provider plugin named in each event (cache
+  tokens at their own prices), else its legacy pricing table.
   The observer is one per process: the last configuration wins.
 """
 
@@ -129,8 +130,11 @@ class LedgerHooks:
         database = options.database or _sqlite_path(store_location) or database_location(env)
         if self.recorder is not None:
             self.recorder.close()
+        from avo.pricing import price_book
+
         self._pricing = _ProviderPricing(env)
-        self.recorder = LedgerPlugin(database, pricing=self._pricing, environ=env)
+        book = price_book(environ=env)  # AVO_USAGE_RATES_*, then the provider catalogs
+        self.recorder = LedgerPlugin(database, pricing=self._pricing, environ=env, book=book)
         return []
 
     def disable(self) -> None:

@@ -9,6 +9,12 @@ Rates (USD per 1k input/output tokens) come from, in order: the
 ``AVO_USAGE_RATES_*`` environment variables; the ``pricing`` table given
 (usually the provider plugin's ``ProviderSpec.pricing``, see
 :func:`pricing_from_plugins`); else the cost is left unknown (``None``).
+Given a price book (:func:`avo.pricing.price_book`, as the ``ledger`` hook
+does), a call is priced by it first: by the provider and model that answered,
+with cache reads and writes at their own prices.
+
+Each row also keeps the call's cache-read, cache-write and reasoning tokens and
+the provider that answered.
 """
 
 from __future__ import annotations
@@ -17,13 +23,16 @@ import logging
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from avo.events import AgentEvent, EventType
 from avo.hookspecs import hookimpl
 from avo.models import TokenUsage
 from avo.usage import Rates, estimate_cost, resolve_rates
 from avo_sqlite import LedgerEntry, TokenLedger
+
+if TYPE_CHECKING:
+    from avo.pricing import PriceBook
 
 _log = logging.getLogger("avo.ledger")
 
@@ -57,11 +66,13 @@ class LedgerPlugin:
         pricing: Mapping[str, Rates] | None = None,
         rates: Rates | None = None,
         environ: Mapping[str, str] | None = None,
+        book: PriceBook | None = None,
     ) -> None:
         self.ledger = ledger if isinstance(ledger, TokenLedger) else TokenLedger(ledger)
         self.pricing: Mapping[str, Rates] = pricing if pricing is not None else {}
         self.rates = rates
         self.environ = environ
+        self.book = book
         self.recorded: list[LedgerEntry] = []
         """Entries written by this plugin instance, in order."""
 
@@ -84,10 +95,24 @@ class LedgerPlugin:
         model = str(model_raw) if model_raw else None
         step_raw = event.payload.get("step")
         step = step_raw if isinstance(step_raw, int) else 0
-        rates = self.rates_for(model)
-        cost = estimate_cost(usage, rates=rates) if rates is not None else None
-        entry = self.ledger.record(event.run_id, step=step, usage=usage, model=model, cost_usd=cost)
+        provider_raw = event.payload.get("provider")
+        provider = str(provider_raw) if provider_raw else None
+        cost = self.price(provider, model, usage)
+        entry = self.ledger.record(
+            event.run_id, step=step, usage=usage, model=model, cost_usd=cost, provider=provider
+        )
         self.recorded.append(entry)
+
+    def price(self, provider: str | None, model: str | None, usage: TokenUsage) -> Decimal | None:
+        """The cost of one call: the price book (when given and no flat rates), else rates."""
+        if self.book is not None and self.rates is None:
+            from avo.pricing import COST_QUANTUM
+
+            found = self.book.cost(provider, model, usage)
+            if found is not None:
+                return found.total.quantize(COST_QUANTUM)
+        rates = self.rates_for(model)
+        return estimate_cost(usage, rates=rates) if rates is not None else None
 
     def close(self) -> None:
         """Close the ledger's database connection."""

@@ -1,16 +1,34 @@
-"""TokenLedger: one persisted usage record per model call (table ``ledger_entries``)."""
+"""TokenLedger: one persisted usage record per model call (table ``ledger_entries``).
+
+Besides input and output tokens a row keeps the tokens read from and written to
+the vendor's prompt cache, the reasoning tokens, and the provider that answered,
+so a report can price cache tokens at their own prices and say what caching
+saved. Those columns were added after the table: a file written by an older
+avo-sqlite gets them (``ALTER TABLE ... ADD COLUMN``, zero / NULL for the old
+rows) the first time a ledger opens it writable; older readers, which name their
+columns, keep reading it. A read-only file without them reads as zeros.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
 from avo.exceptions import StorageError
 from avo.models import TokenUsage, utc_now
 from avo_sqlite._sync import SyncSQLiteStore
 
 _COLUMNS = "id, run_id, step, model, input_tokens, output_tokens, cost_usd, created_at"
+_ADDED = (
+    ("cache_read_tokens", "INTEGER NOT NULL DEFAULT 0"),
+    ("cache_write_tokens", "INTEGER NOT NULL DEFAULT 0"),
+    ("reasoning_tokens", "INTEGER NOT NULL DEFAULT 0"),
+    ("provider", "TEXT"),
+)
+"""Columns added to ``ledger_entries`` after its first release, with their definitions."""
+_TABLE_INFO = "PRAGMA table_info(ledger_entries)"
 
 
 @dataclass
@@ -24,6 +42,7 @@ class LedgerEntry:
     usage: TokenUsage
     cost_usd: Decimal | None
     created_at: datetime
+    provider: str | None = None
 
 
 class TokenLedger(SyncSQLiteStore):
@@ -31,6 +50,27 @@ class TokenLedger(SyncSQLiteStore):
 
     ``avo runs gc`` deletes a run's ledger rows with the run.
     """
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self._select = self._add_columns()
+
+    def _add_columns(self) -> str:
+        """Add the newer columns a file lacks; return the SELECT list reading every column."""
+        found = {row[1] for row in self._query("reading the ledger", _TABLE_INFO)}
+        missing = [(name, kind) for name, kind in _ADDED if name not in found]
+        if missing and self._read_only is None:
+            with self._tx("adding the ledger's cache and reasoning columns") as conn:
+                present = {row[1] for row in conn.execute(_TABLE_INFO)}  # re-read under the lock
+                for name, kind in missing:
+                    if name not in present:
+                        conn.execute(f"ALTER TABLE ledger_entries ADD COLUMN {name} {kind}")
+            missing = []
+        absent = {name for name, _ in missing}
+        extra = [
+            ("NULL" if kind == "TEXT" else "0") if name in absent else name for name, kind in _ADDED
+        ]
+        return ", ".join([_COLUMNS, *extra])
 
     def record(
         self,
@@ -40,6 +80,7 @@ class TokenLedger(SyncSQLiteStore):
         usage: TokenUsage,
         model: str | None = None,
         cost_usd: Decimal | None = None,
+        provider: str | None = None,
     ) -> LedgerEntry:
         """Persist one usage record and return it with its id."""
         if not run_id:
@@ -52,7 +93,8 @@ class TokenLedger(SyncSQLiteStore):
         with self._tx("recording usage") as conn:
             cursor = conn.execute(
                 "INSERT INTO ledger_entries (run_id, step, model, input_tokens, output_tokens,"
-                " cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " cost_usd, created_at, cache_read_tokens, cache_write_tokens, reasoning_tokens,"
+                " provider) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     step,
@@ -61,10 +103,14 @@ class TokenLedger(SyncSQLiteStore):
                     usage.output_tokens,
                     None if cost_usd is None else str(cost_usd),
                     created.isoformat(),
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    usage.reasoning_tokens,
+                    provider,
                 ),
             )
             entry_id = int(cursor.lastrowid or 0)
-        return LedgerEntry(entry_id, run_id, step, model, usage, cost_usd, created)
+        return LedgerEntry(entry_id, run_id, step, model, usage, cost_usd, created, provider)
 
     def _where(self, run_id: str | None) -> tuple[str, tuple[object, ...]]:
         return ("", ()) if run_id is None else (" WHERE run_id = ?", (run_id,))
@@ -74,21 +120,17 @@ class TokenLedger(SyncSQLiteStore):
         where, params = self._where(run_id)
         rows = self._query(
             "reading the ledger",
-            f"SELECT {_COLUMNS} FROM ledger_entries{where} ORDER BY id",
+            f"SELECT {self._select} FROM ledger_entries{where} ORDER BY id",
             params,
         )
         return [_entry(row) for row in rows]
 
     def total(self, run_id: str | None = None) -> TokenUsage:
-        """Summed usage (of one run when given)."""
-        where, params = self._where(run_id)
-        row = self._query(
-            "summing the ledger",
-            "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0)"
-            f" FROM ledger_entries{where}",
-            params,
-        )[0]
-        return TokenUsage(input_tokens=int(row[0]), output_tokens=int(row[1]))
+        """Summed usage (of one run when given), cache and reasoning tokens included."""
+        total = TokenUsage()
+        for entry in self.entries(run_id):
+            total = total.plus(entry.usage)
+        return total
 
     def cost_total(self, run_id: str | None = None) -> Decimal | None:
         """Summed cost of the entries that have one; None when none has a cost."""
@@ -129,9 +171,16 @@ def _entry(row: tuple) -> LedgerEntry:  # type: ignore[type-arg]
         run_id=row[1],
         step=int(row[2]),
         model=row[3],
-        usage=TokenUsage(input_tokens=int(row[4]), output_tokens=int(row[5])),
+        usage=TokenUsage(
+            input_tokens=int(row[4]),
+            output_tokens=int(row[5]),
+            cache_read_tokens=int(row[8]),
+            cache_write_tokens=int(row[9]),
+            reasoning_tokens=int(row[10]),
+        ),
         cost_usd=cost,
         created_at=datetime.fromisoformat(row[7]),
+        provider=row[11],
     )
 
 
