@@ -29,6 +29,7 @@ ROOT = Path(__file__).parent
 PYTHON = "3.11"
 # hatchling: tests/ build throwaway plugin wheels offline (pip wheel --no-build-isolation).
 # junitparser: avo-evals' tests read its JUnit reports with a standard parser.
+# keyring + keyrings.alt: `avo login` into a keyring, through keyrings.alt's file backend.
 TEST_DEPS = [
     "pytest>=8",
     "pytest-asyncio>=0.24",
@@ -36,6 +37,8 @@ TEST_DEPS = [
     "hypothesis>=6",
     "hatchling>=1.21",
     "junitparser>=3.1",
+    "keyring>=24",
+    "keyrings.alt>=5",
 ]
 
 nox.options.sessions = ["lint", "types", "tests"]

@@ -109,3 +109,74 @@ def test_a_path_is_written_nowhere_else(cli: CLI, tmp_path: Path) -> None:
     assert done.code == 0, done.err
     assert (custom / "credentials.toml").is_file()
     assert not (cli.home / ".config" / "avo").exists()
+
+
+def _keyring_env(cli: CLI) -> dict[str, str]:
+    """The keyring package's file backend (keyrings.alt), kept under the test's home."""
+    return {
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+        "XDG_DATA_HOME": str(cli.home / ".local" / "share"),
+    }
+
+
+def _in_keyring(cli: CLI, variable: str) -> str | None:
+    """What the keyring holds for ``variable`` (read by another process, as a user would)."""
+    import subprocess
+    import sys
+
+    read = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import json, keyring; print(json.dumps(keyring.get_password('avo', {variable!r})))",
+        ],
+        env=cli.env(**_keyring_env(cli)),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    value = json.loads(read.stdout)
+    return value if value is None else str(value)
+
+
+def test_login_into_the_keyring_then_the_run_uses_it_and_remove_forgets_it(
+    cli: CLI, server: ScriptedHTTPServer
+) -> None:
+    pytest.importorskip("avo_providers")
+    pytest.importorskip("keyrings.alt")
+    from avo_providers.wire_fakes import ResponsesWire
+
+    ring = _keyring_env(cli)
+    login = cli("login", "openai", "--stdin", stdin=KEY + "\n", **ring)
+    assert login.code == 0, login.err
+    assert login.out.strip() == (
+        "stored the API key for openai as AVO_OPENAI_API_KEY in the OS keyring (service 'avo')"
+    )
+    assert _in_keyring(cli, "AVO_OPENAI_API_KEY") == KEY
+    path = cli.home / ".config" / "avo" / "credentials.toml"
+    assert KEY not in path.read_text()  # the file only names what the keyring holds
+    assert 'names = ["AVO_OPENAI_API_KEY"]' in path.read_text()
+
+    listed = cli("login", "--list", "--json", **ring)
+    row = next(r for r in json.loads(listed.out) if r["provider"] == "openai")
+    assert (row["stored"], row["used"]) == ("keyring", "stored (keyring)")
+
+    # The Responses adapter reads the same key (AVO_OPENAI_API_KEY) as the Chat one.
+    server.push(ResponsesWire().text("hi", TokenUsage(input_tokens=3, output_tokens=1)))
+    write(
+        cli.cwd / "avo.toml",
+        '[provider]\nname = "openai-responses"\n[provider.settings]\nmodel = "gpt-4.1"\n',
+    )
+    ran = cli("run", "hello", "--json", AVO_OPENAI_BASE_URL=server.url + "/v1", **ring)
+    assert ran.code == 0, ran.err
+    assert server.requests[-1].path == "/v1/responses"
+    assert server.requests[-1].header("authorization") == f"Bearer {KEY}"
+    doctor = cli("doctor", AVO_OPENAI_BASE_URL=server.url + "/v1", **ring)
+    assert "API key from: stored by avo login (keyring)" in doctor.out
+
+    removed = cli("login", "--remove", "openai", **ring)
+    assert removed.out.strip() == "removed the stored API key for openai (AVO_OPENAI_API_KEY)"
+    assert _in_keyring(cli, "AVO_OPENAI_API_KEY") is None
+    again = cli("run", "hello", AVO_OPENAI_BASE_URL=server.url + "/v1", **ring)
+    assert again.code != 0 and "AVO_OPENAI_API_KEY" in again.err
+    assert KEY not in _everything_printed(login, listed, ran, doctor, removed, again)
