@@ -355,3 +355,29 @@ def test_a_process_killed_while_the_question_waits_loses_nothing(tmp_path: Path)
     resumed = _avo(tmp_path, "runs", "resume", row["run_id"], "--json")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert bookings.read_text() == "Ito on 2026-06-01 for 2\n"
+
+
+async def test_http_elicitations_of_concurrent_calls_reach_their_own_call(
+    http_server: tuple[str, Path],
+) -> None:
+    """Over streamable HTTP a server's request arrives on its call's answer stream, so
+    two calls running at once each get their own question (over stdio, where nothing
+    ties them, such an elicitation is answered cancel)."""
+    import asyncio
+
+    from avo.exceptions import ToolInputRequiredError
+
+    url, bookings = http_server
+    server = MCPHttpServer(url=url, name="web", features=ClientFeatures(elicitation=ask_person))
+    async with MCPClient(server) as client:
+        [book] = [tool for tool in client.tools() if tool.metadata.name == "book_table"]
+        asked = await asyncio.gather(
+            book.invoke({"place": "Ito"}), book.invoke({"place": "Sora"}), return_exceptions=True
+        )
+    assert all(isinstance(a, ToolInputRequiredError) for a in asked), asked
+    questions = {a.question for a in asked if isinstance(a, ToolInputRequiredError)}
+    assert questions == {
+        "web asks: Which day should I book Ito?",
+        "web asks: Which day should I book Sora?",
+    }
+    assert not bookings.exists()

@@ -211,6 +211,7 @@ class MCPHttpServer(MCPSession):
             message["params"] = params
         future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        self._remember_call(request_id)
         try:
             async with asyncio.timeout(wait_seconds):
                 await self._post(message, method, future=future)
@@ -225,6 +226,7 @@ class MCPHttpServer(MCPSession):
             ) from None
         finally:
             self._pending.pop(request_id, None)
+            self._forget_call(request_id)
         error = reply.get("error")
         if isinstance(error, dict):
             raise MCPError(
@@ -278,17 +280,18 @@ class MCPHttpServer(MCPSession):
                 if future is None:
                     return
                 content_type = response.headers.get("content-type", "").split(";")[0].strip()
+                origin = message.get("id")
                 if content_type == "text/event-stream":
                     state = EventStreamState()
-                    await self._consume(response, state, until=future)
+                    await self._consume(response, state, until=future, origin=origin)
                     if not future.done():
-                        await self._resume(state, method, future)
+                        await self._resume(state, method, future, origin)
                     return
                 if content_type == "application/json":
                     payload = json.loads(await response.aread())
                     for item in payload if isinstance(payload, list) else [payload]:
                         if isinstance(item, dict):
-                            await self._dispatch(item)
+                            await self._dispatch(item, origin)
                     if not future.done():
                         raise MCPError(
                             f"MCP server {self.name!r} sent no answer to {method} "
@@ -335,8 +338,13 @@ class MCPHttpServer(MCPSession):
         state: EventStreamState,
         *,
         until: asyncio.Future[JsonDict] | None = None,
+        origin: Any = None,
     ) -> None:
-        """Dispatch the stream's messages until it ends (or ``until`` is answered)."""
+        """Dispatch the stream's messages until it ends (or ``until`` is answered).
+
+        ``origin``: the id of the request whose answer stream this is (a server's
+        request on it belongs to that request: an elicitation to that tool call).
+        """
         async for event in state.events(response.aiter_lines()):
             if event.event != "message" or not event.data.strip():
                 continue  # a priming event, or an event type MCP does not use
@@ -348,12 +356,16 @@ class MCPHttpServer(MCPSession):
                 ) from None
             for item in message if isinstance(message, list) else [message]:
                 if isinstance(item, dict):
-                    await self._dispatch(item)
+                    await self._dispatch(item, origin)
             if until is not None and until.done():
                 return
 
     async def _resume(
-        self, state: EventStreamState, method: str, future: asyncio.Future[JsonDict]
+        self,
+        state: EventStreamState,
+        method: str,
+        future: asyncio.Future[JsonDict],
+        origin: Any = None,
     ) -> None:
         """Reconnect with GET + Last-Event-ID until ``future`` is answered."""
         import httpx
@@ -373,7 +385,7 @@ class MCPHttpServer(MCPSession):
                 async with client.stream("GET", self.url, headers=headers) as response:
                     if response.status_code >= 400:
                         break
-                    await self._consume(response, state, until=future)
+                    await self._consume(response, state, until=future, origin=origin)
             except httpx.HTTPError as exc:
                 logger.debug("MCP server %r: resumption failed: %s", self.name, exc)
         if not future.done():
@@ -409,11 +421,11 @@ class MCPHttpServer(MCPSession):
         finally:
             opened.set()
 
-    async def _dispatch(self, message: JsonDict) -> None:
+    async def _dispatch(self, message: JsonDict, origin: Any = None) -> None:
         method = message.get("method")
         if isinstance(method, str):
             if "id" in message:
-                self._spawn(self._answer(message))
+                self._spawn(self._answer(message, self._call_of(origin)))
             else:
                 self._server_notification(message)
             return
@@ -422,8 +434,8 @@ class MCPHttpServer(MCPSession):
         if future is not None and not future.done():
             future.set_result(message)
 
-    async def _answer(self, message: JsonDict) -> None:
-        reply = await self._server_request(message)
+    async def _answer(self, message: JsonDict, call: Any = None) -> None:
+        reply = await self._server_request(message, call)
         try:
             async with asyncio.timeout(self.timeout_seconds):
                 await self._post(reply, str(message.get("method")))

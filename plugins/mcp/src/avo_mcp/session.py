@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from avo.exceptions import MCPError
@@ -56,6 +57,10 @@ _LOG_LEVELS = {
 
 ToolsListener = Callable[["MCPSession"], None]
 
+_CALL: ContextVar[PendingCall | None] = ContextVar("avo_mcp_call", default=None)
+"""The tool call a request is sent for (a transport that can tell which request a
+server's request arrived with uses it to hand an elicitation to its own call)."""
+
 
 class MCPSession(abc.ABC):
     """One client connection to one MCP server."""
@@ -92,6 +97,7 @@ class MCPSession(abc.ABC):
         self._tools_listeners: list[ToolsListener] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._calls: list[PendingCall] = []
+        self._calls_by_request: dict[Any, PendingCall] = {}
 
     # ----------------------------------------------------------- public state
 
@@ -303,9 +309,11 @@ class MCPSession(abc.ABC):
             self._progress[token] = (name, callback)
         call = pending or PendingCall(name)
         self._calls.append(call)
+        current = _CALL.set(call)
         try:
             result = await self.request("tools/call", params)
         finally:
+            _CALL.reset(current)
             self._calls.remove(call)
             if token is not None:
                 self._progress.pop(token, None)
@@ -321,8 +329,26 @@ class MCPSession(abc.ABC):
 
     # ------------------------------------------------- server -> client messages
 
-    async def _server_request(self, message: JsonDict) -> JsonDict:
-        """Answer one request the server sent (ping, roots, sampling); never raises."""
+    def _remember_call(self, request_id: Any) -> None:
+        """Note which tool call (if any) the request ``request_id`` is sent for."""
+        call = _CALL.get()
+        if call is not None:
+            self._calls_by_request[request_id] = call
+
+    def _forget_call(self, request_id: Any) -> None:
+        self._calls_by_request.pop(request_id, None)
+
+    def _call_of(self, request_id: Any) -> PendingCall | None:
+        """The tool call the request ``request_id`` was sent for (None: unknown)."""
+        return self._calls_by_request.get(request_id) if request_id is not None else None
+
+    async def _server_request(self, message: JsonDict, call: PendingCall | None = None) -> JsonDict:
+        """Answer one request the server sent (ping, roots, sampling); never raises.
+
+        ``call``: the tool call it arrived with, when the transport can tell (the
+        answer stream of that call's request); else an elicitation belongs to the
+        only call in flight, if there is exactly one.
+        """
         request_id = message.get("id")
         method = message.get("method")
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
@@ -335,7 +361,8 @@ class MCPSession(abc.ABC):
                 request = sampling_request(self.name, params)
                 return result_response(request_id, await self.features.sampling(request))
             if method == "elicitation/create" and self.features.elicitation is not None:
-                call = self._calls[0] if len(self._calls) == 1 else None
+                if call is None and len(self._calls) == 1:
+                    call = self._calls[0]
                 asked = elicitation_request(self.name, params, call)
                 return result_response(request_id, await self.features.elicitation(asked))
         except Exception as exc:
