@@ -117,4 +117,5 @@ def test_openai_reasoning_items_go_back_after_sigkill_and_resume(tmp_path: Path)
     assert after_resume["input"] == before_kill["input"]
     assert after_resume["input"][-3] == item  # summary and encrypted_content unchanged
     assert after_resume["input"][-2]["call_id"] == "call_1"
+    assert after_resume["input"][-2]["id"] == "fc_0"  # paired with the reasoning item
     assert after_resume["store"] is False and "previous_response_id" not in after_resume

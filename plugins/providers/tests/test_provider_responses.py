@@ -153,6 +153,8 @@ async def test_reasoning_items_go_back_verbatim_before_their_calls(stream: bool)
         "function_call_output",
     ]
     assert [item["call_id"] for item in items[at + 1 : at + 3]] == ["call_1", "call_2"]
+    # paired with the reasoning by the ids the vendor gave the calls
+    assert [item["id"] for item in items[at + 1 : at + 3]] == ["fc_0", "fc_1"]
     assert "source" not in json.dumps(two)  # the transcript's tag stays home
 
 
@@ -181,6 +183,34 @@ async def test_reasoning_items_survive_a_resume_in_a_new_provider() -> None:
     items = server.requests[-1].json()["input"]
     assert items[-3] == REASONING[0]
     assert items[-2]["call_id"] == "call_1"
+
+
+async def test_an_answer_with_reasoning_goes_back_as_its_message_item() -> None:
+    """A later turn (a session's next task) gets the answer's reasoning and message paired."""
+    from avo_providers.openai_responses import parse_responses_response
+
+    answer = parse_responses_response(json.loads(WIRE.text("Clear.", USAGE, REASONING).body))
+    request = ModelRequest(
+        run_id="r",
+        step=2,
+        messages=[
+            {"role": "user", "content": "weather in Oslo?"},
+            {"role": "assistant", "content": answer.content, "thinking": answer.thinking},
+            {"role": "user", "content": "and tomorrow?"},
+        ],
+    )
+    body = provider("http://127.0.0.1:9").build_payload(request, stream=False)
+    assert body["input"][1:] == [
+        REASONING[0],
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Clear.", "annotations": []}],
+        },
+        {"role": "user", "content": "and tomorrow?"},
+    ]
 
 
 async def test_another_adapters_thinking_is_not_sent() -> None:
@@ -224,7 +254,12 @@ async def test_usage_keeps_cached_and_reasoning_tokens(stream: bool) -> None:
     assert response.usage == usage
     assert response.content == "Clear."
     assert response.thinking == [
-        {"type": "reasoning", "item": REASONING[0], "source": "openai-responses"}
+        {"type": "reasoning", "item": REASONING[0], "source": "openai-responses"},
+        {
+            "type": "output_order",
+            "items": [{"reasoning": 0}, {"message": "msg_1"}],
+            "source": "openai-responses",
+        },
     ]
 
 

@@ -26,26 +26,25 @@ from avo_providers.base_http import HTTPProvider, ProviderConfig
 from avo_providers.http_common import (
     decode_json,
     iter_sse_events,
-    json_safe_content,
     malformed,
-    own_thinking,
     parse_tool_arguments,
     redact_text,
     require_tool_name,
-    vendor_call_id,
-    vendor_result_id,
 )
-from avo_providers.media import is_blocks, responses_function_output, responses_parts
 from avo_providers.openai_compatible import response_format
+from avo_providers.responses_items import (
+    SOURCE,
+    ToolChoice,
+    order_block,
+    responses_input,
+    responses_tools,
+    tool_choice_value,
+)
 
 if TYPE_CHECKING:
     import httpx
 
-    from avo.models import ToolMetadata
     from avo.providers.streaming import ModelChunk
-
-SOURCE = "openai-responses"
-"""The tag of the reasoning items this adapter keeps (and the provider's name)."""
 
 INCOMPLETE_FINISH: dict[str, FinishReason] = {
     "max_output_tokens": FinishReason.LENGTH,
@@ -75,81 +74,8 @@ FINAL_ERROR_CODES = frozenset(
 )
 """Error codes of a failed response that trying again cannot fix (the input is wrong)."""
 
-ToolChoice = str
-"""``auto``, ``required``, ``none``, or the name of one tool the model must call."""
-
 
 # ----------------------------------------------------------------- request
-def responses_tools(tools: list[ToolMetadata]) -> list[dict[str, Any]]:
-    """Function tools in the Responses shape (flat, ``strict`` off like the Chat adapter).
-
-    The Responses API makes function tools strict unless told otherwise; strict
-    mode refuses most hand-written schemas (optional properties, open objects).
-    """
-    return [
-        {
-            "type": "function",
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.input_schema,
-            "strict": False,
-        }
-        for tool in tools
-    ]
-
-
-def _tool_choice(choice: ToolChoice, tools: list[ToolMetadata]) -> Any:
-    if choice in ("auto", "required", "none"):
-        return choice
-    if not any(tool.name == choice for tool in tools):
-        return "auto"  # the named tool is not offered this step: let the model choose
-    return {"type": "function", "name": choice}
-
-
-def _text_content(content: Any) -> Any:
-    """A message's content: a string, or input parts when it holds media."""
-    if is_blocks(content):
-        return responses_parts(content)
-    return json_safe_content(content)
-
-
-def responses_input(messages: list[dict[str, Any]], source: str = SOURCE) -> list[dict[str, Any]]:
-    """The runtime's transcript as Responses input items.
-
-    An assistant turn becomes, in the order the vendor produced them, its own
-    reasoning items (verbatim), its text, and one ``function_call`` item per
-    recorded call; a ``role: tool`` message becomes a ``function_call_output``.
-    """
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        role = message.get("role")
-        content = message.get("content")
-        if role == "tool":
-            output = content if is_blocks(content) else json_safe_content(content)
-            items.append(responses_function_output(str(vendor_result_id(message)), output))
-        elif role == "assistant":
-            for block in own_thinking(message, source):
-                if block.get("type") == "reasoning" and isinstance(block.get("item"), dict):
-                    items.append(block["item"])
-            text = json_safe_content(content)
-            if text:
-                items.append({"role": "assistant", "content": text})
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                arguments = function.get("arguments")
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": str(vendor_call_id(call)),
-                        "name": function.get("name"),
-                        "arguments": arguments if isinstance(arguments, str) else "{}",
-                    }
-                )
-        else:
-            items.append({"role": str(role or "user"), "content": _text_content(content)})
-    return items
-
-
 def build_responses_payload(
     request: ModelRequest,
     *,
@@ -170,7 +96,7 @@ def build_responses_payload(
     }
     if request.tools:
         payload["tools"] = responses_tools(request.tools)
-        payload["tool_choice"] = _tool_choice(tool_choice, request.tools)
+        payload["tool_choice"] = tool_choice_value(tool_choice, request.tools)
         payload["parallel_tool_calls"] = True
     if request.output_schema is not None:
         spec = response_format(request.output_schema)
@@ -261,6 +187,9 @@ def parse_responses_response(
                     refusals.append(str(part.get("refusal") or ""))
         elif kind == "function_call":
             raw_calls.append(item)
+    order = order_block(output, source)
+    if order is not None:
+        thinking.append(order)
     finish = _finish(data, bool(raw_calls), bool(refusals))
     usage = responses_usage(data.get("usage"))
     response_id = str(data.get("id") or new_id())
@@ -311,6 +240,8 @@ class _StreamState:
         self.arguments_seen: set[int] = set()
         self.refused = False
         self.ended = False
+        self.done: dict[int, dict[str, Any]] = {}
+        """Finished output items by ``output_index``."""
 
 
 def _chunks_of(
@@ -348,6 +279,8 @@ def _chunks_of(
         return [ModelChunk(tool_call_delta=delta, response_id=rid)]
     if kind == "response.output_item.done":
         item = obj.get("item") or {}
+        if isinstance(index, int) and isinstance(item, dict):
+            state.done[index] = item
         if item.get("type") == "reasoning":
             block = {"type": "reasoning", "item": item, "source": source}
             return [ModelChunk(thinking_block=block, response_id=rid)]
@@ -368,6 +301,10 @@ def _chunks_of(
         state.ended = True
         finish = _finish(response, bool(state.calls), state.refused)
         chunks = [ModelChunk(finish_reason=finish.value, response_id=rid)]
+        output = response.get("output") or [state.done[i] for i in sorted(state.done)]
+        order = order_block(output, source)
+        if order is not None:
+            chunks.append(ModelChunk(thinking_block=order, response_id=rid))
         usage = responses_usage(response.get("usage"))
         if usage is not None:
             chunks.append(ModelChunk(usage=usage, response_id=rid))
