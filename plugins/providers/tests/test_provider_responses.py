@@ -513,3 +513,16 @@ def test_listed_by_avo_models_and_priced_from_the_catalog() -> None:
     assert "thinking" in rows["gpt-5-mini"]["capabilities"]
     found, source = price_book(manager=manager).lookup("openai-responses", "gpt-5")
     assert source == "catalog" and found is not None
+
+
+def test_encrypted_reasoning_is_asked_for_unless_the_model_does_not_reason() -> None:
+    request = ModelRequest(run_id="r", step=1, messages=[{"role": "user", "content": "hi"}])
+
+    def body(model: str) -> dict[str, Any]:
+        config = ProviderConfig(model=model, api_key=KEY, base_url="http://127.0.0.1:9")
+        return OpenAIResponsesProvider(config).build_payload(request, stream=False)
+
+    assert body("gpt-5-mini")["include"] == ["reasoning.encrypted_content"]
+    assert body("some-new-model")["include"] == ["reasoning.encrypted_content"]  # unknown: ask
+    assert "include" not in body("gpt-4.1")  # the catalog says it does not reason
+    assert body("gpt-4.1")["store"] is False

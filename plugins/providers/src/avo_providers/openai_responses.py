@@ -85,15 +85,21 @@ def build_responses_payload(
     tool_choice: ToolChoice = "auto",
     reasoning_effort: str | None = None,
     reasoning_summary: str | None = None,
+    reasoning_model: bool = True,
 ) -> dict[str, Any]:
-    """A Responses request body (stateless: ``store`` false, reasoning sent back in ``input``)."""
+    """A Responses request body (stateless: ``store`` false, reasoning sent back in ``input``).
+
+    ``reasoning_model``: ask for the encrypted reasoning (``include``); False for
+    models the catalog knows do not reason, which return none.
+    """
     payload: dict[str, Any] = {
         "model": model,
         "input": responses_input(request.messages),
         "max_output_tokens": max_output_tokens,
         "store": False,
-        "include": ["reasoning.encrypted_content"],
     }
+    if reasoning_model:
+        payload["include"] = ["reasoning.encrypted_content"]
     if request.tools:
         payload["tools"] = responses_tools(request.tools)
         payload["tool_choice"] = tool_choice_value(tool_choice, request.tools)
@@ -384,6 +390,7 @@ class OpenAIResponsesProvider(HTTPProvider):
             tool_choice=self.tool_choice,
             reasoning_effort=self.reasoning_effort,
             reasoning_summary=self.reasoning_summary,
+            reasoning_model=self.capabilities.thinking is not False,
         )
 
     def parse_response(self, data: Any) -> ModelResponse:
