@@ -230,3 +230,37 @@ async def test_effect_free_single_writes_are_committed_within_the_delay(tmp_path
             if _committed_last(path, run_id) == 5:
                 break
         assert _committed_last(path, run_id) == 5
+
+
+async def test_a_read_before_the_commit_sees_the_batches_waiting_for_it(tmp_path: Path) -> None:
+    """A batch's rows go in with its commit; a call that comes first inserts them first,
+    and a batch whose rows SQLite refuses then fails alone, once its commit settles."""
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path) as store:
+        opener, first, poisoned = [await start_run(store) for _ in range(3)]
+        await store.flush()
+        store._core.conn.execute(
+            "CREATE TEMP TRIGGER poison BEFORE INSERT ON main.events "
+            "WHEN NEW.payload LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned row'); END"
+        )
+        core = store._core
+        # stage three batches the way a round does, without their commit: the first
+        # begins the transaction (its rows go in at once), the others join it
+        heads = [await _head(store, run_id) for run_id in (opener, first, poisoned)]
+        core.append_batch(heads[0], _tool_batch(opener, "c1"), None, None)
+        staged = core.append_batch(heads[1], _tool_batch(first, "c1"), None, None)
+        bad = [*_tool_batch(poisoned, "c1"), event(poisoned, EventType.MODEL_REQUESTED, x="poison")]
+        core.append_batch(heads[2], bad, None, None)
+        refused = core.write_id
+        assert len(core._deferred) == 2
+        assert _committed_last(path, first) == 4  # nothing inserted, nothing committed yet
+        events = await store.get_events(first)  # this read inserts the waiting rows first
+        assert [e.sequence for e in events][-2:] == [e.sequence for e in staged] == [5, 6]
+        assert "poisoned row" in str(core.write_errors[refused])
+        assert [e.sequence for e in await store.get_events(poisoned)] == [1, 2, 3, 4]
+        await store.flush()
+        assert _committed_last(path, opener) == _committed_last(path, first) == 6
+        assert _committed_last(path, poisoned) == 4
+        store._core.conn.execute("DROP TRIGGER poison")
+        again = await store.append_batch(await _head(store, poisoned), _tool_batch(poisoned, "c1"))
+        assert [e.sequence for e in again] == [5, 6]

@@ -247,19 +247,20 @@ def _checkpoint_id(checkpoint: Checkpoint) -> bytearray | str:
     return stored
 
 
+INSERT_ITEM = (
+    "INSERT INTO checkpoint_items (rowid, run_key, field, base, idx, value)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+INSERT_HEAD = (
+    "INSERT INTO checkpoints (checkpoint_key, checkpoint_id, created_us, head) VALUES (?, ?, ?, ?)"
+)
+
+
 def write_delta(conn: sqlite3.Connection, plan: DeltaPlan) -> CheckpointCursor:
     """Write a planned checkpoint (inside the caller's transaction)."""
     if plan.items:
-        conn.executemany(
-            "INSERT INTO checkpoint_items (rowid, run_key, field, base, idx, value)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            plan.items,
-        )
-    conn.execute(
-        "INSERT INTO checkpoints (checkpoint_key, checkpoint_id, created_us, head)"
-        " VALUES (?, ?, ?, ?)",
-        plan.head,
-    )
+        conn.executemany(INSERT_ITEM, plan.items)
+    conn.execute(INSERT_HEAD, plan.head)
     return plan.cursor
 
 

@@ -46,7 +46,7 @@ from avo_sqlite._checkpoints import (
 from avo_sqlite._codec import key_range
 from avo_sqlite._heads import HeadOps
 from avo_sqlite._leases import LeaseOps
-from avo_sqlite._payloads import insert_events
+from avo_sqlite._payloads import event_row, insert_events
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
@@ -253,7 +253,10 @@ class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
             ) from exc
 
     def _store_delta(self, run_id: str, plan: DeltaPlan) -> None:
-        self._cursors[run_id] = write_delta(self.conn, plan)
+        self._keep_cursor(run_id, write_delta(self.conn, plan))
+
+    def _keep_cursor(self, run_id: str, cursor: CheckpointCursor) -> None:
+        self._cursors[run_id] = cursor
         if len(self._cursors) > _CACHE_RUNS:
             self._cursors.popitem(last=False)
 
@@ -279,8 +282,10 @@ class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
     ) -> list[AgentEvent]:
         """Events, run head and checkpoint in one transaction (see ``BatchEventStore``).
 
-        Every event is validated and numbered, and the checkpoint planned, before
-        the first statement; the events go in with one ``executemany``. Every
+        Every event is validated, numbered and encoded, and the checkpoint
+        planned, before any row is written. A batch that joins a transaction
+        other writes began (a group) leaves its rows to the commit, which
+        inserts them with those of the other batches (see ``_txn``). Every
         batch is a barrier: durable before ``append_batch`` returns (a batch is
         the runtime's durable boundary; several runs' batches share a commit).
         """
@@ -296,9 +301,18 @@ class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
             # from the database, which this call has not touched yet.
             stored = apply_batch(state, run, events, checkpoint)
             plan = None if checkpoint is None else self._plan(run_id, key, checkpoint)
-            insert_events(conn, key, stored)
-            if plan is not None:
-                self._store_delta(run_id, plan)
+            if not self.joining or any(event.parent_event_id is not None for event in stored):
+                # alone in its transaction (one run writing: it commits at once anyway)
+                insert_events(conn, key, stored)
+                if plan is not None:
+                    self._store_delta(run_id, plan)
+            else:  # joining a group: the rows go in with the commit (see ``_txn``)
+                rows = [event_row(key, event) for event in stored]
+                if plan is None:
+                    self.defer(run_id, rows, [], None)
+                else:
+                    self.defer(run_id, rows, plan.items, plan.head)
+                    self._keep_cursor(run_id, plan.cursor)
             self._put_run(run, insert=False, defer=True)
         return stored
 

@@ -169,7 +169,7 @@ INSERT_EVENT = (
 )
 # Events without a parent (nearly all): NULL in the SQL, not a bound None, which
 # sqlite3 would send through its adapter lookup first.
-_INSERT_ROOT_EVENT = (
+INSERT_ROOT_EVENT = (
     "INSERT INTO events (event_key, event_id, event_type, created_us, payload, parent_event_id)"
     " VALUES (?, ?, ?, ?, ?, NULL)"
 )
@@ -195,7 +195,7 @@ def insert_events(conn: sqlite3.Connection, run_key: int, events: list[AgentEven
     """Insert numbered events of one run (one ``executemany`` when none has a parent)."""
     rows = [event_row(run_key, event) for event in events]
     if all(event.parent_event_id is None for event in events):
-        conn.executemany(_INSERT_ROOT_EVENT, rows)
+        conn.executemany(INSERT_ROOT_EVENT, rows)
         return
     parents = [
         None

@@ -81,7 +81,9 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
     def __repr__(self) -> str:
         return f"SQLiteEventStore({str(self.path)!r})"
 
-    async def _call(self, fn: Callable[..., T], *args: Any, turn: bool = True) -> T:
+    async def _call(
+        self, fn: Callable[..., T], *args: Any, turn: bool = True, drain: bool = True
+    ) -> T:
         """Run ``fn`` now if it cannot block, else on the worker thread.
 
         A call runs on the event loop thread only when the connection is free and
@@ -105,6 +107,8 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
             with contextlib.suppress(Exception):  # the commit's waiters get its outcome
                 await asyncio.shield(self._group.in_flight)
         core = self._core
+        if drain:  # every call but a batch sees the batches deferred before it (see ``_txn``)
+            fn, args = core.drained, (fn, *args)
         if core.lock.acquire(blocking=False):
             result: Any = _BLOCKED
             try:
@@ -132,22 +136,32 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
             cancel_again()
             return cast(T, future.result())
 
-    def _staged(self, fn: Callable[..., T], *args: Any) -> tuple[T, int, bool]:
-        """``fn(*args)`` (a core write), with its transaction and whether it must be durable."""
+    def _staged(self, fn: Callable[..., T], *args: Any) -> tuple[T, int, bool, int]:
+        """``fn(*args)`` (a core write), with its transaction, whether it must be durable,
+        and its number (``write_errors``)."""
         result = fn(*args)
         core = self._core
-        return result, core.txn_gen, core.wants_commit
+        return result, core.txn_gen, core.wants_commit, core.write_id
 
-    async def _write(self, run_id: str, fn: Callable[..., T], *args: Any) -> T:
-        """A core write, returned once durable when it must be (see ``_group``)."""
+    async def _write(self, run_id: str, fn: Callable[..., T], *args: Any, batch: bool = False) -> T:
+        """A core write, returned once durable when it must be (see ``_group``).
+
+        ``batch``: ``fn`` is the core's ``append_batch``, whose rows the commit inserts.
+        """
         # While runs write together, a write that must be durable waits for the round's
         # group commit anyway: that is its turn, and writing at once joins this round.
         grouped = self._group.grouping(run_id)
-        result, gen, durable = await self._call(self._staged, fn, *args, turn=not grouped)
+        result, gen, durable, write = await self._call(
+            self._staged, fn, *args, turn=not grouped, drain=not batch
+        )
         if durable:
             await self._group.durable(gen, grouped)
         else:
             self._group.later()
+        if batch:  # its rows went in with the commit, or failed alone
+            error = self._core.write_errors.pop(write, None)
+            if error is not None:
+                raise error
         return result
 
     # ------------------------------------------------------------------ protocol
@@ -186,7 +200,9 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
         commit (group commit).
         """
         core = self._core
-        return await self._write(run.run_id, core.append_batch, run, events, checkpoint, None)
+        return await self._write(
+            run.run_id, core.append_batch, run, events, checkpoint, None, batch=True
+        )
 
     async def finalize_run(
         self, run: RunRecord, state_event: AgentEvent, terminal_event: AgentEvent
@@ -338,7 +354,7 @@ class FencedSQLiteEventStore:
         """append_batch, fenced."""
         core = self.store._core
         return await self.store._write(
-            run.run_id, core.append_batch, run, events, checkpoint, self.lease
+            run.run_id, core.append_batch, run, events, checkpoint, self.lease, batch=True
         )
 
     async def finalize_run(
