@@ -393,7 +393,23 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
         return _events_report(args, resolved, stdout or sys.stdout)
     from avo.pricing import price_book
 
-    database = _ledger_file(resolved.store_location, resolved.source("store.location"))
+    out = stdout or sys.stdout
+    try:
+        database = _ledger_file(resolved.store_location, resolved.source("store.location"))
+    except StorageError:
+        # Another kind of store (PostgreSQL): the ledger hook wrote its rows to the
+        # default SQLite file; without one, the store's own events are priced.
+        from avo.config import database_location
+
+        database = Path(database_location(resolved.environ))
+        if not database.exists():
+            print(
+                f"avo cost: the event store {resolved.store_location} is not a SQLite file and "
+                f"there is no token ledger at {database}; pricing the store's runs from their "
+                "events (avo cost --events)",
+                file=sys.stderr,
+            )
+            return _events_report(args, resolved, out)
     book = price_book(
         pricing=getattr(resolved.config, "pricing", None),
         budget=resolved.config.budget,
@@ -401,7 +417,6 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
         manager=getattr(args, "avo_plugins", None),
     )
     report = aggregate_costs(database, book=book)
-    out = stdout or sys.stdout
     out.write(report.to_json() + "\n" if args.json else report.to_text())
     return 0
 
@@ -422,10 +437,17 @@ def _events_report(args: argparse.Namespace, resolved: Any, out: Any) -> int:
         manager=getattr(args, "avo_plugins", None),
     )
 
+    # the configured store's settings (a PostgreSQL schema, ...) go with its own location
+    table = resolved.config.store
+    if resolved.source("store.location").startswith("flag"):
+        table = None
+
     async def collect() -> list[Any]:
         store = open_store(
             resolved.store_location,
             manager=getattr(args, "avo_plugins", None),
+            name=table.name if table is not None else None,
+            settings=table.settings if table is not None else None,
             environ=resolved.environ,
         )
         if inspect.isawaitable(store):
