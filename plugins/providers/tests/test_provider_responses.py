@@ -526,3 +526,39 @@ def test_encrypted_reasoning_is_asked_for_unless_the_model_does_not_reason() -> 
     assert body("some-new-model")["include"] == ["reasoning.encrypted_content"]  # unknown: ask
     assert "include" not in body("gpt-4.1")  # the catalog says it does not reason
     assert body("gpt-4.1")["store"] is False
+
+
+async def test_a_call_announced_without_its_id_gets_it_when_done() -> None:
+    """Some servers announce a function call bare and complete it at output_item.done."""
+    item = ResponsesWire.call_item(0, ("call_7", "get_weather", {"city": "Oslo"}))
+    body = WIRE.response([item], USAGE)
+    events: list[tuple[str | None, Any]] = [
+        ("response.created", {"type": "response.created", "response": {"id": "resp_1"}}),
+        (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {"type": "function_call", "arguments": ""},
+            },
+        ),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
+        ("response.completed", {"type": "response.completed", "response": body}),
+    ]
+    request = ModelRequest(run_id="r", step=1, messages=[{"role": "user", "content": "hi"}])
+    async with ScriptedHTTPServer([ScriptedResponse.sse(events)]) as server:
+        from avo.providers.streaming import collect_stream
+
+        adapter = provider(server.url)
+        response = await collect_stream(adapter, request)
+        await adapter.aclose()
+    [call] = response.tool_calls
+    assert (call.tool_call_id, call.name, call.arguments) == (
+        "call_7",
+        "get_weather",
+        {"city": "Oslo"},
+    )
+    assert response.finish_reason is FinishReason.TOOL_CALLS

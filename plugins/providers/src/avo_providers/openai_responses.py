@@ -291,11 +291,11 @@ def _chunks_of(
             block = {"type": "reasoning", "item": item, "source": source}
             return [ModelChunk(thinking_block=block, response_id=rid)]
         if item.get("type") == "function_call" and isinstance(index, int):
-            chunks = []
-            if index not in state.calls:  # never announced: the whole call arrives here
-                state.calls.add(index)
-                delta = {"index": index, "id": item.get("call_id"), "name": item.get("name")}
-                chunks.append(ModelChunk(tool_call_delta=delta, response_id=rid))
+            # The finished item has the call's id and name even when its announcement
+            # did not (or never came); the assembler keeps the first of each it sees.
+            state.calls.add(index)
+            delta = {"index": index, "id": item.get("call_id"), "name": item.get("name")}
+            chunks = [ModelChunk(tool_call_delta=delta, response_id=rid)]
             if index not in state.arguments_seen and item.get("arguments"):
                 state.arguments_seen.add(index)
                 delta = {"index": index, "arguments": str(item["arguments"])}
