@@ -108,6 +108,8 @@ async def prepare(
             workspace=Path(rt.workspace) if rt.workspace is not None else Path.cwd(),
             task=task,
             redactor=rt.redactor,
+            provider=rt.provider,
+            approval_callback=rt._approval_callback,
         )
         setup.bundles = await open_bundles(rt, rt._bundles, run)
     return setup

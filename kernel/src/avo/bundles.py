@@ -70,6 +70,10 @@ class BundleRun:
     """The run's task (as recorded: secrets masked when resumed)."""
     redactor: Any = None
     """The runtime's :class:`~avo.redaction.Redactor` (what it masks in events), or None."""
+    provider: Any = None
+    """The run's model provider (a bundle may answer requests with it, e.g. MCP sampling)."""
+    approval_callback: Any = None
+    """The run's approval seam (bool or :class:`~avo.approval.Approval`, maybe awaitable)."""
 
 
 @dataclass

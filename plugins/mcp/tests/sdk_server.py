@@ -67,6 +67,17 @@ async def where(ctx: Context) -> str:
 
 
 @app.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Ask the client's model for a one-line summary (sampling)."""
+    from mcp.types import SamplingMessage, TextContent
+
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    result = await ctx.session.create_message([message], max_tokens=50)
+    content = result.content
+    return f"summary: {getattr(content, 'text', content)}"
+
+
+@app.tool()
 def boom() -> str:
     """Always fails with a tool error."""
     raise ValueError("the boom tool always fails")

@@ -381,3 +381,50 @@ async def test_http_elicitations_of_concurrent_calls_reach_their_own_call(
         "web asks: Which day should I book Sora?",
     }
     assert not bookings.exists()
+
+
+SAMPLING_CONFIG = """
+[provider]
+name = "fake"
+[[provider.settings.script]]
+tool_call = {{name = "sdk__summarize", arguments = {{text = "a very long story"}}}}
+[[provider.settings.script]]
+content = "a short story"
+[[provider.settings.script]]
+content = "summarized"
+
+[store]
+location = "runs.db"
+
+{permission}
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+@pytest.mark.parametrize(
+    ("permission", "expected"),
+    [
+        ('[permission]\nmode = "bypass_permissions"', "summary: a short story"),
+        (
+            '[permission]\nmode = "bypass_permissions"\n'
+            '[[permission.deny]]\ntool = "mcp_sampling"\nreason = "no model use by servers"',
+            "was not approved: no model use by servers",
+        ),
+    ],
+)
+def test_cli_run_answers_sampling_with_its_own_model_after_approval(
+    tmp_path: Path, permission: str, expected: str
+) -> None:
+    (tmp_path / "avo.toml").write_text(
+        SAMPLING_CONFIG.format(command=json.dumps(SERVER), permission=permission),
+        encoding="utf-8",
+    )
+    done = _avo(tmp_path, "run", "summarize", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    trace = _avo(tmp_path, "runs", "inspect", run_id, "--json")
+    assert expected in trace.stdout

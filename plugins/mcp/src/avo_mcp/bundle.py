@@ -22,6 +22,10 @@ runtime's environment when the server starts.
 What avo's client offers these servers (declared in ``initialize``):
 
 - roots: the run's workspace;
+- sampling, answered by the run's own provider once the run's approval seam
+  allows a call named ``mcp_sampling`` (``sampling = false`` turns it off;
+  a permission mode that would ask a person refuses it, since a pause cannot
+  hold the server's request open: allow ``mcp_sampling`` with a rule);
 - elicitation through the run's durable pause (``elicitation = false`` turns it
   off): a server asking for input mid-call makes the run ask a person and
   pause; the call runs again with the answer (see docs/mcp.md);
@@ -91,6 +95,8 @@ class McpSettings(BaseModel):
     """Take the servers' read-only/destructive hints as the tools' risk classes."""
     elicitation: bool = True
     """Let servers ask a person for input through the run's durable pause."""
+    sampling: bool = True
+    """Let servers ask the run's model (after the approval seam allows ``mcp_sampling``)."""
     progress: Literal["auto", "print", "log"] = "auto"
     """Where servers' progress goes: stderr lines on a terminal (auto), always, or the log."""
 
@@ -135,8 +141,15 @@ def _features(run: BundleRun, settings: McpSettings) -> Any:
             progress = "print" if sys.stderr.isatty() else "log"
         except (AttributeError, ValueError):
             progress = "log"
+    sampler = None
+    if settings.sampling and run.provider is not None:
+        from avo_mcp.features import ProviderSampler
+
+        approve = run.approval_callback or (lambda call: True)
+        sampler = ProviderSampler(run.provider, approval_callback=approve)
     return ClientFeatures(
         roots=[run.workspace],
+        sampling=sampler,
         elicitation=ask_person if settings.elicitation else None,
         on_progress=print_progress(sys.stderr) if progress == "print" else log_progress,
     )

@@ -115,7 +115,8 @@ SamplingHandler = Callable[[SamplingRequest], Awaitable[JsonDict]]
 ElicitationHandler = Callable[[ElicitationRequest], Awaitable[JsonDict]]
 """Returns an ``ElicitResult``: ``{"action": "accept", "content": {...}}``, or
 ``{"action": "decline"}`` / ``{"action": "cancel"}``."""
-ApprovalCallback = Callable[[ToolCall], bool | Awaitable[bool]]
+ApprovalCallback = Callable[[ToolCall], Any]
+"""The approval seam: returns a bool or an ``avo.approval.Approval``, maybe awaitable."""
 
 
 @dataclass
@@ -230,8 +231,7 @@ class ProviderSampler:
         approved = self.approval_callback(call)
         if inspect.isawaitable(approved):
             approved = await approved
-        if not approved:
-            raise MCPError(f"sampling request from MCP server {request.server!r} was not approved")
+        _check_approved(request.server, approved)
         model_request = ModelRequest(
             run_id=f"mcp-sampling-{request.server}-{next(self._ids)}", step=1, messages=messages
         )
@@ -245,6 +245,23 @@ class ProviderSampler:
             "model": str(model),
             "stopReason": "endTurn",
         }
+
+
+def _check_approved(server: str, verdict: Any) -> None:
+    """Raise MCPError unless the approval seam allowed the sampling request."""
+    from avo.approval import Verdict, as_approval
+
+    approval = as_approval(verdict)
+    if approval.verdict is Verdict.ALLOW:
+        return
+    if approval.verdict is Verdict.ASK:  # a pause cannot hold a server's request open
+        raise MCPError(
+            f"sampling request from MCP server {server!r} needs a person's approval, which a "
+            "run cannot ask mid-call; allow it with a [permission] rule for the tool "
+            "'mcp_sampling' (or a mode that allows it)"
+        )
+    reason = f": {approval.reason}" if approval.reason else ""
+    raise MCPError(f"sampling request from MCP server {server!r} was not approved{reason}")
 
 
 def _provider_messages(request: SamplingRequest) -> list[Any]:
