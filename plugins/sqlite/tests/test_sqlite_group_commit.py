@@ -264,3 +264,36 @@ async def test_a_read_before_the_commit_sees_the_batches_waiting_for_it(tmp_path
         store._core.conn.execute("DROP TRIGGER poison")
         again = await store.append_batch(await _head(store, poisoned), _tool_batch(poisoned, "c1"))
         assert [e.sequence for e in again] == [5, 6]
+
+
+def test_a_write_just_after_a_commit_finished_waits_for_it_without_spinning(
+    tmp_path: Path,
+) -> None:
+    """A commit on the worker that finished, its done callback (which clears the store's
+    in-flight commit) not run yet: the next write gives the loop a turn instead of
+    awaiting the finished future in a loop that never yields (it hung a worker)."""
+    import threading
+
+    outcome: list[tuple[int, int]] = []
+
+    async def scenario() -> None:
+        async with SQLiteEventStore(tmp_path / "avo.db") as store:
+            run_id = await start_run(store)
+            await start_run(store)  # the last write is another run's: runs write together
+            head = await _head(store, run_id)
+            group = store._group
+            assert group._last_run != run_id  # grouped: the write takes no turn of its own first
+            flight: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            flight.add_done_callback(lambda _: setattr(group, "in_flight", None))
+            group.in_flight = flight
+            flight.set_result(None)  # finished; the callback runs on the loop's next turn
+            stored = await store.append_batch(head, _tool_batch(run_id, "c0"))
+            await store.flush()  # the same wait in store.flush()
+            outcome.append((stored[-1].sequence, len(await store.get_events(run_id))))
+
+    # In a thread of its own, so a regression fails here instead of hanging the session.
+    thread = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the write spun on a finished commit"
+    assert len(outcome) == 1 and outcome[0][0] == outcome[0][1]  # written, all of it

@@ -107,12 +107,25 @@ class GroupCommit:
         if self._worker.idle:
             self._worker.wake()
 
+    async def landed(self) -> None:
+        """Return once no commit is in flight (its done callback, which clears it, has run).
+
+        A finished commit stays ``in_flight`` until that callback runs on the loop;
+        awaiting the finished future does not yield, so it is given a turn instead
+        (awaiting it in a loop would spin forever without letting the callback run).
+        """
+        while self.in_flight is not None:
+            flight = self.in_flight
+            if flight.done():
+                await asyncio.sleep(0)
+                continue
+            with contextlib.suppress(Exception):  # the commit's waiters get its outcome
+                await asyncio.shield(flight)
+
     async def commit_now(self) -> None:
         """Commit the open transaction (if any) and wait for it: ``store.flush()``."""
         core = self._core
-        while self.in_flight is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.in_flight)
+        await self.landed()
         gen = core.txn_gen
         if core.committed_gen < gen:
             self._commit(gen)

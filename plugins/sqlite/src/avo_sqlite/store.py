@@ -103,9 +103,8 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
             await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
-        while self._group.in_flight is not None:
-            with contextlib.suppress(Exception):  # the commit's waiters get its outcome
-                await asyncio.shield(self._group.in_flight)
+        if self._group.in_flight is not None:
+            await self._group.landed()
         core = self._core
         if drain:  # every call but a batch sees the batches deferred before it (see ``_txn``)
             fn, args = core.drained, (fn, *args)
