@@ -80,7 +80,7 @@ async def test_approve_the_only_request_and_list_what_is_pending() -> None:
         "via": "api",
     }
     assert await pending_requests(store) == []
-    with pytest.raises(ApprovalError, match="run r1 has no open approval request"):
+    with pytest.raises(ApprovalError, match="call-1 of run r1 was already approved by ana"):
         await approve(store, "r1")
 
 
@@ -94,7 +94,7 @@ async def test_several_waiting_calls_need_a_call_id_or_all() -> None:
     assert denied.tool_call_id == "call-bbb"
     with pytest.raises(ApprovalError, match="is a question request; answer it: avo runs answer"):
         await approve(store, "r1", "q-1")
-    with pytest.raises(ApprovalError, match="no open request for call 'call-bbb'"):
+    with pytest.raises(ApprovalError, match="call-bbb of run r1 was already denied by"):
         await approve(store, "r1", "call-bbb")
     approved = await approve(store, "r1", all_calls=True)
     assert [r.tool_call_id for r in approved] == ["call-aaa"]

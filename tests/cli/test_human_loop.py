@@ -120,7 +120,8 @@ def test_pause_exit_approve_elsewhere_resume_to_completion(cli: CLI, store: str)
     assert f"avo runs resume {run_id}" in approved.err
     again = cli("runs", "approve", run_id)
     assert again.code == 2 and "is not waiting for an answer" not in again.err
-    assert again.first_err == f"avo: run {run_id} has no open approval request"
+    assert again.first_err.startswith(f"avo: call {call_id} of run {run_id} was already approved")
+    assert again.first_err.endswith("fine by me; this answer was not recorded")
     resumed = cli("runs", "resume", run_id, "--json")  # a third process
     assert resumed.code == 0, resumed.out + resumed.err
     assert json.loads(resumed.out)["output"] == "all done"
@@ -285,3 +286,83 @@ def test_a_question_answered_from_another_process(cli: CLI) -> None:
     events = json.loads(trace.out)["events"]
     [done] = [e for e in events if e["event_type"] == "tool_completed"]
     assert done["payload"]["result"]["output"] == {"answer": "blue"}
+
+
+# ---------------------------------------------------------------- plan mode across processes
+
+PLAN = """
+tools = ["submit_plan", "ask_user", {{name = "write_file", settings = {{workspace = "."}}}}]
+{store}
+[permission]
+mode = "plan"
+[provider]
+name = "fake"
+[[provider.settings.script]]
+tool_call = {{name = "submit_plan", arguments = {{plan_text = "1. write notes.md"}}}}
+[[provider.settings.script]]
+tool_call = {{name = "ask_user", arguments = {{question = "Shall I write notes.md now?"}}}}
+[[provider.settings.script]]
+tool_call = {{name = "write_file", arguments = {{path = "notes.md", content = "planned\\n"}}}}
+[[provider.settings.script]]
+content = "written as planned"
+"""
+
+
+def test_a_plan_submitted_before_a_pause_still_counts_after_resume_elsewhere(
+    cli: CLI, store: str
+) -> None:
+    write(cli.cwd / "avo.toml", PLAN.format(store=store))
+    first = cli("run", "plan, ask, then write", "--json")
+    assert first.code == 3, first.out + first.err  # paused at the question; the process exits
+    run_id = json.loads(first.out)["run_id"]
+    assert cli("runs", "answer", run_id, "yes, go").code == 0
+    resumed = cli("runs", "resume", run_id, "--json")  # another process, a fresh callback
+    assert resumed.code == 0, resumed.out + resumed.err
+    assert json.loads(resumed.out)["output"] == "written as planned"
+    assert (cli.cwd / "notes.md").read_text() == "planned\n"  # the edit was not denied again
+    events = json.loads(cli("runs", "inspect", run_id, "--json").out)["events"]
+    approved = [e["payload"] for e in events if e["event_type"] == "tool_approved"]
+    assert [p["name"] for p in approved] == ["submit_plan", "ask_user", "write_file"]
+    assert not [e for e in events if e["event_type"] == "tool_denied"]
+
+
+# ---------------------------------------------------------------- the prompt or another shell
+
+
+def _waiting_run(cli: CLI, store: str) -> tuple[Terminal, str, str]:
+    """``avo run`` asking at a terminal; the run id and call id read from another shell."""
+    write(cli.cwd / "avo.toml", CONFIG.format(store=store))
+    term = Terminal(cli, "run", "write notes")
+    term.read_until("? [y/N]: ")
+    listed = cli("runs", "list", "--pending", "--json")  # the store says what it waits for
+    assert listed.code == 0, listed.err
+    [row] = json.loads(listed.out)
+    return term, row["run_id"], row["tool_call_id"]
+
+
+def test_another_shell_answers_while_the_prompt_waits(cli: CLI, store: str) -> None:
+    term, run_id, call_id = _waiting_run(cli, store)
+    approved = cli("runs", "approve", run_id, "--by", "bob")  # not refused: the lease is free
+    assert approved.code == 0, approved.err
+    assert approved.out.startswith(f"approved {call_id} (write_file) of run {run_id}")
+    assert "the prompt waiting on this run (avo-run:" in approved.err
+    term.read_until(f"avo: call {call_id} was approved by bob via cli")
+    assert term.finish() == 0, term.seen  # the waiting process continued the run itself
+    assert (cli.cwd / "notes.md").read_text() == "hello\n"
+    events = json.loads(cli("runs", "inspect", run_id, "--json").out)["events"]
+    [received] = [e["payload"] for e in events if e["event_type"] == "human_input_received"]
+    assert (received["by"], received["via"]) == ("bob", "cli")  # once, the shell's answer
+    assert "stop reason: completed" in term.seen
+
+
+def test_the_prompt_answers_first_and_the_late_shell_is_told(cli: CLI, store: str) -> None:
+    term, run_id, call_id = _waiting_run(cli, store)
+    term.send(b"n\r")
+    assert term.finish() == 0, term.seen
+    late = cli("runs", "approve", run_id)
+    assert late.code == 2
+    assert late.first_err == (
+        f"avo: call {call_id} of run {run_id} was already denied by terminal: the user said no "
+        "at the prompt; this answer was not recorded"
+    )
+    assert not (cli.cwd / "notes.md").exists()

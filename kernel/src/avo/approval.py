@@ -23,6 +23,12 @@ records a question (rule ``tool_input``, with the form's ``schema`` if any),
 pauses, and once someone answered runs the call again; the tool reads the
 answer with :func:`tool_input` (accept with the content, decline when the
 person refused, cancel when nobody answered in time).
+
+A callback that keeps per-run memory (plan mode remembers a submitted plan)
+reads :func:`deciding_run_id` while it decides, and may offer
+``restore_run(run_id, events)``: ``AgentRuntime.resume`` calls it with the
+run's stored log before the first decision, so what the callback remembers is
+rebuilt from the log in whichever process resumes the run.
 """
 
 from __future__ import annotations
@@ -294,6 +300,14 @@ paused durably; an answer continues the run in place, None (or Ctrl-C) leaves
 it paused for anyone else to answer."""
 
 
+_DECIDING: ContextVar[str | None] = ContextVar("avo_deciding_run", default=None)
+
+
+def deciding_run_id() -> str | None:
+    """The id of the run whose tool call the approval callback is deciding (None outside)."""
+    return _DECIDING.get()
+
+
 __all__ = [
     "DEFAULT_DENIAL",
     "Answer",
@@ -309,4 +323,5 @@ __all__ = [
     "given_tool_input",
     "reset_tool_input",
     "tool_input",
+    "deciding_run_id",
 ]

@@ -458,7 +458,7 @@ class AgentRuntime:
             ctx.call_ids_seen = call_ids_given(events)
             ctx.output_model = output_schema
             ctx.output_schema = schema
-            restore_turn(ctx, events)
+            restore_turn(self, ctx, events)
             target = recover_results_after_checkpoint(ctx, cp, events)
             ctx.run = replaced(ctx.run, state=log.state)
             if answers:

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
-from avo.approval import Answer, Approval, HumanRequest, RequestKind, Verdict, as_approval
+from avo.approval import (
+    _DECIDING,
+    Answer,
+    Approval,
+    HumanRequest,
+    RequestKind,
+    Verdict,
+    as_approval,
+)
 from avo.events import AgentEvent, EventType
 from avo.hooks import HookContext, HookEvent
 from avo.models import ToolCall, ToolMetadata
@@ -131,9 +139,13 @@ async def decide_call(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> Cal
         return CallDecision(call, Approval.allow(rule="not a registered tool"), "approval")
     if metadata.asks_human:
         return CallDecision(call, Approval.ask(f"{call.name} asks a question"), "human")
-    verdict = rt._approval_callback(call)
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
+    token = _DECIDING.set(ctx.run_id)  # avo.approval.deciding_run_id() inside the callback
+    try:
+        verdict = rt._approval_callback(call)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    finally:
+        _DECIDING.reset(token)
     return CallDecision(call, as_approval(verdict), "approval")
 
 
@@ -284,11 +296,17 @@ async def pause_for_people(
     answerer = rt.answerer or getattr(rt._approval_callback, "answerer", None)
     if answerer is None:
         return
+    from avo.runtime_waiting import ask_one
+
     for request in waiting:
+        if request.tool_call_id in ctx.answers:  # answered elsewhere while an earlier one waited
+            continue
         try:
             given = answerer(request)
-            if inspect.isawaitable(given):
-                given = await given
+            if inspect.isawaitable(given):  # it may wait for a person: others may answer too
+                given = await ask_one(rt, ctx, answerer, request, given)
+                if given is None and request.tool_call_id in ctx.answers:
+                    continue  # answered elsewhere first: that answer stands
         except (KeyboardInterrupt, EOFError):
             given = None
         if given is None:
@@ -325,8 +343,15 @@ async def _notify(rt: AgentRuntime, ctx: _RunContext, waiting: list[HumanRequest
 # ---------------------------------------------------------------- resume
 
 
-def restore_turn(ctx: _RunContext, events: list[AgentEvent]) -> None:
-    """Rebuild this turn's approvals, denials, requests and answers from the log (on resume)."""
+def restore_turn(rt: AgentRuntime, ctx: _RunContext, events: list[AgentEvent]) -> None:
+    """Rebuild this turn's approvals, denials, requests and answers from the log (on resume).
+
+    The approval callback's ``restore_run(run_id, events)``, if it has one, is
+    given the whole log first (its per-run memory, e.g. a submitted plan).
+    """
+    restore = getattr(rt._approval_callback, "restore_run", None)
+    if callable(restore):
+        restore(ctx.run_id, events)
     start = 0
     for index in range(len(events) - 1, -1, -1):
         if events[index].event_type is EventType.MODEL_RESPONDED:

@@ -11,7 +11,10 @@ happens at the prompt:
   a tool's question with a form takes a JSON object (or the value of its one
   open field), checked before it is recorded; ``decline`` declines it;
 - Ctrl-C, or the end of input, leaves the run paused: answer it later with
-  ``avo runs approve|deny|answer`` from any shell, then ``avo runs resume``.
+  ``avo runs approve|deny|answer`` from any shell, then ``avo runs resume``;
+- while the prompt waits, ``avo runs approve|deny|answer`` from another shell
+  answers it too: whichever answer is recorded first wins, and the prompt
+  says so (:mod:`avo.runtime_waiting`).
 
 The line is read in a daemon thread, so Ctrl-C is handled at once (the read
 is abandoned; nothing waits for it at exit).
@@ -20,6 +23,7 @@ is abandoned; nothing waits for it at exit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -31,24 +35,66 @@ _YES = {"y", "yes"}
 _NO = {"", "n", "no"}
 
 
+class _LineReader:
+    """One daemon thread reading ``stream`` line by line for whoever waits for a line.
+
+    A prompt that is given up (the request was answered from another shell)
+    stops waiting; a line typed after that is dropped, never handed to the
+    next prompt, and no second thread ever reads the same stream.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]] | None = None
+        self.ended = False
+        threading.Thread(target=self._run, name="avo-answer-prompt", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                line = self.stream.readline()
+            except (OSError, ValueError):
+                line = ""
+            with self.lock:
+                self.ended = not line
+                waiter, self.waiter = self.waiter, None
+            if waiter is not None:
+                loop, future = waiter
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(_settle, future, line or None)
+            if not line:
+                return
+
+    async def read(self) -> str | None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str | None] = loop.create_future()
+        with self.lock:
+            if self.ended:
+                return None
+            self.waiter = (loop, future)
+        try:
+            return await future
+        finally:
+            with self.lock:
+                if self.waiter is not None and self.waiter[1] is future:
+                    self.waiter = None
+
+
+def _settle(future: asyncio.Future[str | None], value: str | None) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+_READERS: dict[int, _LineReader] = {}
+
+
 async def _read_line(stdin: TextIO) -> str | None:
     """One line from ``stdin`` (None at end of input), without blocking the event loop."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[str | None] = loop.create_future()
-
-    def settle(value: str | None) -> None:
-        if not future.done():
-            future.set_result(value)
-
-    def read() -> None:
-        try:
-            line = stdin.readline()
-        except (OSError, ValueError):
-            line = ""
-        loop.call_soon_threadsafe(settle, line if line else None)
-
-    threading.Thread(target=read, name="avo-answer-prompt", daemon=True).start()
-    return await future
+    reader = _READERS.get(id(stdin))
+    if reader is None or reader.stream is not stdin:
+        reader = _READERS[id(stdin)] = _LineReader(stdin)
+    return await reader.read()
 
 
 class TerminalAnswerer:
@@ -62,6 +108,10 @@ class TerminalAnswerer:
         out = self.stdout or sys.stderr
         out.write(text)
         out.flush()
+
+    def notice(self, text: str) -> None:
+        """Tell the person at the prompt what happened to the request it asked about."""
+        self._write(f"\navo: {text}\n")
 
     async def __call__(self, request: HumanRequest) -> Answer | None:
         if request.kind is RequestKind.QUESTION:

@@ -100,8 +100,10 @@ async def list_pending(store: Any, args: argparse.Namespace) -> int:
 async def approve_or_deny(store: Any, args: argparse.Namespace) -> int:
     """``avo runs approve|deny RUN_ID [CALL_ID]``."""
     from avo.ops.approval import approve, deny
+    from avo.ops.leases import waiting_here
 
     run_id = await resolve_run_id(store, args.run_id)
+    waiter = await waiting_here(store, run_id)  # a prompt there picks the answer up
     operation = approve if args.runs_command == "approve" else deny
     answered = await operation(
         store,
@@ -113,15 +115,18 @@ async def approve_or_deny(store: Any, args: argparse.Namespace) -> int:
         via="cli",
         environ=args.avo_environ,
     )
-    return _report(args, run_id, answered, "approved" if operation is approve else "denied")
+    verb = "approved" if operation is approve else "denied"
+    return _report(args, run_id, answered, verb, waiter)
 
 
 async def answer_question(store: Any, args: argparse.Namespace) -> int:
     """``avo runs answer RUN_ID [CALL_ID] TEXT``."""
     from avo.exceptions import ConfigError
     from avo.ops.approval import answer
+    from avo.ops.leases import waiting_here
 
     run_id = await resolve_run_id(store, args.run_id)
+    waiter = await waiting_here(store, run_id)
     words = list(args.words)
     if len(words) > 2:
         raise ConfigError(
@@ -135,10 +140,12 @@ async def answer_question(store: Any, args: argparse.Namespace) -> int:
     answered = await answer(
         store, run_id, text, call_id, by=args.by, via="cli", environ=args.avo_environ
     )
-    return _report(args, run_id, answered, "answered")
+    return _report(args, run_id, answered, "answered", waiter)
 
 
-def _report(args: argparse.Namespace, run_id: str, answered: list[Any], verb: str) -> int:
+def _report(
+    args: argparse.Namespace, run_id: str, answered: list[Any], verb: str, waiter: Any
+) -> int:
     from avo.cli._output import note, print_json
 
     if args.json:
@@ -146,7 +153,10 @@ def _report(args: argparse.Namespace, run_id: str, answered: list[Any], verb: st
         return 0
     for request in answered:
         print(f"{verb} {request.tool_call_id} ({request.tool_name}) of run {run_id}")
-    note(f"continue the run with: avo runs resume {run_id}", args=args)
+    if waiter is not None:
+        note(f"the prompt waiting on this run ({waiter.owner}) continues it now", args=args)
+    else:
+        note(f"continue the run with: avo runs resume {run_id}", args=args)
     return 0
 
 

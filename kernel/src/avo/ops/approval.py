@@ -246,7 +246,55 @@ async def answer_requests(
         return [request for request, _ in planned]
 
 
+def answered_already(
+    run_id: str, events: list[AgentEvent], call_id: str | None, kind: RequestKind
+) -> dict[str, Any] | None:
+    """The recorded answer an answer to ``call_id`` (None: the run's only request) came
+    too late for: the call's (or, with no open request left, the latest ``kind``) answer."""
+    if open_requests(run_id, events) and call_id is None:
+        return None
+    for event in reversed(events):
+        if event.event_type is not EventType.HUMAN_INPUT_RECEIVED:
+            continue
+        answered = str(event.payload.get("tool_call_id", ""))
+        if call_id is not None and not answered.startswith(call_id):
+            continue
+        if call_id is None and event.payload.get("kind") != kind.value:
+            return None
+        return dict(event.payload)
+    return None
+
+
 async def _answer_one(
+    store: Any,
+    run_id: str,
+    call_id: str | None,
+    answer: Answer,
+    kind: RequestKind,
+    **options: Any,
+) -> list[HumanRequest]:
+    """Answer one request (or ``all_calls``); an answer that comes too late says who won."""
+    from avo.exceptions import RunBusyError
+    from avo.runtime_waiting import describe
+
+    try:
+        return await _answer(store, run_id, call_id, answer, kind, **options)
+    except (ApprovalError, RunBusyError):
+        events = await store.get_events(run_id)
+        if any(r.tool_call_id == call_id for r in open_requests(run_id, events)):
+            raise
+        done = answered_already(run_id, events, call_id, kind)
+        if done is None:
+            raise
+        raise ApprovalError(
+            f"call {done.get('tool_call_id')} of run {run_id} was already {describe(done)}; "
+            "this answer was not recorded",
+            run_id=run_id,
+            tool_call_id=str(done.get("tool_call_id")),
+        ) from None
+
+
+async def _answer(
     store: Any,
     run_id: str,
     call_id: str | None,
@@ -324,6 +372,7 @@ async def answer(
 __all__ = [
     "answer",
     "answer_fits",
+    "answered_already",
     "answer_requests",
     "approve",
     "deny",

@@ -119,6 +119,33 @@ async def _keep_renewing(store: Any, lease: Any, ttl: float) -> None:
             logger.warning("run %s: could not renew its lease: %s", lease.run_id, exc)
 
 
+@dataclass
+class _Held:
+    """A lease :func:`holding_lease` holds, with its renewer (None while given up)."""
+
+    store: Any
+    run_id: str
+    owner: str
+    ttl: float
+    view: Any
+    lease: Any
+    renewer: asyncio.Future[None] | None = None
+
+    def start_renewing(self) -> None:
+        self.renewer = asyncio.ensure_future(_keep_renewing(self.store, self.lease, self.ttl))
+
+    async def stop_renewing(self) -> None:
+        renewer, self.renewer = self.renewer, None
+        if renewer is not None:
+            renewer.cancel()
+            with contextlib.suppress(BaseException):
+                await renewer
+
+
+_HELD: dict[int, _Held] = {}
+"""The leases held by :func:`holding_lease`, by ``id()`` of the fenced view it yielded."""
+
+
 @contextlib.asynccontextmanager
 async def holding_lease(
     store: Any,
@@ -132,32 +159,138 @@ async def holding_lease(
 
     The lease is renewed every ``ttl / 3`` seconds and released at the end.
     A store without leases is yielded as is. Refused with :class:`RunBusyError`
-    (naming the holder) while another live process holds the lease.
+    (naming the holder) while another live process holds the lease. While the
+    block waits for a person it may give the lease up for a while
+    (:func:`lease_given_up`).
     """
     if getattr(store, "acquire_lease", None) is None or getattr(store, "lease", None) is not None:
         yield store  # no leases here, or already a fenced view
         return
-    lease = await _acquire(store, run_id, owner or owner_name(), ttl, doing)
-    renewer = asyncio.ensure_future(_keep_renewing(store, lease, ttl))
+    name = owner or owner_name()
+    lease = await _acquire(store, run_id, name, ttl, doing)
+    view = store.fenced(lease)
+    held = _Held(store, run_id, name, ttl, view, lease)
+    held.start_renewing()
+    _HELD[id(view)] = held
     try:
-        yield store.fenced(lease)
+        yield view
     finally:
-        renewer.cancel()
-        with contextlib.suppress(BaseException):
-            await renewer
+        _HELD.pop(id(view), None)
+        await held.stop_renewing()
+        if held.lease is not None:  # not given up (lease_given_up takes it back or raises)
+            try:
+                await store.release_lease(held.lease)
+            except Exception as exc:
+                logger.warning("run %s: could not release its lease: %s", run_id, exc)
+
+
+RETAKE_SECONDS = 10.0
+"""How long :func:`lease_given_up` tries to take a lease back from a brief holder."""
+
+
+@contextlib.asynccontextmanager
+async def lease_given_up(writer: Any) -> AsyncIterator[bool]:
+    """Give up the lease behind ``writer`` for the block, then take it back.
+
+    For a run paused for a person while a prompt waits: meanwhile anyone may
+    take the lease to answer the run (``avo runs approve`` from another shell).
+    Yields whether the lease was given up (False: ``writer`` is not a lease
+    :func:`holding_lease` holds; nothing changes). It is taken back however
+    the block ends, except by :class:`RunBusyError` (another process drives the
+    run now: the writer writes no more). Taking it back waits up to
+    :data:`RETAKE_SECONDS` for a brief holder (an answer being recorded), then
+    raises :class:`RunBusyError` naming whoever drives the run now; the
+    writer's writes go through the new lease (its token is the current one).
+    """
+    held = _HELD.get(id(writer))
+    if held is None or held.lease is None:
+        yield False
+        return
+    await held.stop_renewing()
+    lease, held.lease = held.lease, None
+    try:
+        await held.store.release_lease(lease)
+    except Exception as exc:  # not given up after all: keep it
+        logger.warning("run %s: could not give up its lease: %s", held.run_id, exc)
+        held.lease = lease
+        held.start_renewing()
+        yield False
+        return
+    marker = await _mark_waiting(held)
+    try:
+        yield True
+    except RunBusyError:  # someone else drives the run now: stay away, write nothing more
+        await _unmark_waiting(held, marker)
+        raise
+    except BaseException:  # an interrupt, a cancel: taken back so it can be recorded
+        await _unmark_waiting(held, marker)
+        await _retake(held)
+        raise
+    await _unmark_waiting(held, marker)
+    await _retake(held)
+
+
+WAITING = "#waiting"
+"""Suffix of the marker lease (``RUN_ID#waiting``) a process holds while a prompt of its
+waits for a person with the run's own lease given up (see :func:`waiting_here`)."""
+
+
+async def _mark_waiting(held: _Held) -> tuple[Any, asyncio.Future[None]] | None:
+    try:
+        marker = await held.store.acquire_lease(held.run_id + WAITING, held.owner, held.ttl)
+    except Exception as exc:  # only a courtesy to whoever answers: never fatal
+        logger.info("run %s: no waiting marker: %s", held.run_id, exc)
+        return None
+    return marker, asyncio.ensure_future(_keep_renewing(held.store, marker, held.ttl))
+
+
+async def _unmark_waiting(held: _Held, mark: tuple[Any, asyncio.Future[None]] | None) -> None:
+    if mark is None:
+        return
+    marker, renewer = mark
+    renewer.cancel()
+    with contextlib.suppress(BaseException):
+        await renewer
+    with contextlib.suppress(Exception):
+        await held.store.release_lease(marker)
+
+
+async def waiting_here(store: Any, run_id: str) -> Holder | None:
+    """The live process whose prompt waits on ``run_id`` with its lease given up, if any.
+
+    An answer recorded now is picked up by that process, which continues the run.
+    """
+    holder = await current_holder(store, run_id + WAITING)
+    return holder if holder is not None and holder.alive is not False else None
+
+
+async def _retake(held: _Held) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + RETAKE_SECONDS
+    while True:
         try:
-            await store.release_lease(lease)
-        except Exception as exc:
-            logger.warning("run %s: could not release its lease: %s", run_id, exc)
+            lease = await _acquire(held.store, held.run_id, held.owner, held.ttl, "continue")
+            break
+        except RunBusyError:
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.1)
+    held.lease = lease
+    held.view.lease = lease  # the fenced view writes with the current token again
+    held.start_renewing()
 
 
 __all__ = [
     "LEASE_TTL_SECONDS",
+    "RETAKE_SECONDS",
+    "WAITING",
     "Holder",
     "RunBusyError",
     "busy_error",
     "current_holder",
     "holding_lease",
+    "lease_given_up",
     "owner_name",
     "process_alive",
+    "waiting_here",
 ]

@@ -8,6 +8,11 @@ paths, deny, ask, allow, then the mode). "Ask" makes the runtime pause durably
 (HUMAN_INPUT_REQUESTED); a ``prompter`` given here answers such pauses right
 away (see :attr:`PermissionCallback.answerer`). The callback also keeps a log
 of every decision, with the rule that made it.
+
+Plan mode's "a plan was submitted" is remembered per run (the kernel says
+which run a call belongs to, :func:`avo.approval.deciding_run_id`) and is
+rebuilt from the run's log when a run is resumed (``restore_run``): a
+``submit_plan`` the log shows approved counts, in whichever process resumes.
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from avo.approval import Answer, Answerer, Approval, HumanRequest, RequestKind
+from avo.approval import (
+    Answer,
+    Answerer,
+    Approval,
+    HumanRequest,
+    RequestKind,
+    deciding_run_id,
+)
+from avo.events import AgentEvent, EventType
 from avo.models import ToolCall, ToolMetadata, ToolRisk
 from avo_permissions.modes import (
     PLAN_TOOL_NAME,
@@ -114,7 +127,10 @@ class PermissionCallback:
     prompter: Prompter | None = None
     rules: RuleSet = field(default_factory=RuleSet)
     plan_submitted: bool = False
+    """The plan flag of calls decided outside a run (a direct call); runs use ``plans``."""
     records: list[ApprovalRecord] = field(default_factory=list)
+    plans: set[str] = field(default_factory=set)
+    """The runs whose plan was submitted (plan mode), by run id."""
 
     @property
     def risks(self) -> dict[str, ToolRisk]:
@@ -134,13 +150,35 @@ class PermissionCallback:
         """
         self.tools.update(_metadata(tools))
 
+    def restore_run(self, run_id: str, events: Iterable[AgentEvent]) -> None:
+        """Rebuild what this callback remembers about ``run_id`` from its stored log.
+
+        Called by ``AgentRuntime.resume`` before the run's first decision: the
+        plan counts as submitted when the log holds an approved (or completed)
+        ``submit_plan`` call.
+        """
+        kinds = (EventType.TOOL_APPROVED, EventType.TOOL_COMPLETED)
+        submitted = any(
+            event.event_type in kinds and event.payload.get("name") == PLAN_TOOL_NAME
+            for event in events
+        )
+        if submitted:
+            self.plans.add(run_id)
+        else:
+            self.plans.discard(run_id)
+
+    def is_plan_submitted(self, run_id: str | None = None) -> bool:
+        """Whether run ``run_id`` (default: the run being decided) has submitted its plan."""
+        run_id = run_id or deciding_run_id()
+        return self.plan_submitted if run_id is None else run_id in self.plans
+
     def evaluate(self, call: ToolCall) -> PermissionDecision:
         """What the rules and the mode decide about ``call`` (no prompting)."""
         return self.rules.evaluate(
             call,
             self.tools.get(call.name),
             self.policy.mode,
-            plan_submitted=self.plan_submitted,
+            plan_submitted=self.is_plan_submitted(),
             require_approval=self.policy.require_approval,
         )
 
@@ -148,7 +186,11 @@ class PermissionCallback:
         verdict = self.evaluate(call)
         approved = verdict.decision is Decision.APPROVE
         if approved and call.name == PLAN_TOOL_NAME:
-            self.plan_submitted = True
+            run_id = deciding_run_id()
+            if run_id is None:
+                self.plan_submitted = True
+            else:
+                self.plans.add(run_id)
         self.records.append(
             ApprovalRecord(
                 call.tool_call_id,
