@@ -222,6 +222,9 @@ def test_cli_run_pauses_answer_elsewhere_resume_books_once(tmp_path: Path) -> No
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert json.loads(resumed.stdout)["output"] == "all booked"
     assert bookings.read_text() == "Ito on 2026-05-01 for 3\n"
+    replayed = _avo(tmp_path, "replay", run_id)  # the question and answer play back
+    assert replayed.returncode == 0 and " ok " in replayed.stdout, replayed.stdout + replayed.stderr
+    assert bookings.read_text() == "Ito on 2026-05-01 for 3\n"  # replay runs no tools
 
 
 PROGRESS_CONFIG = """

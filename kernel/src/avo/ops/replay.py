@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from avo.approval import DEFAULT_DENIAL, Answer, Approval
+from avo.approval import DEFAULT_DENIAL, TOOL_INPUT, Answer, Approval, tool_input
 from avo.blobs import blob_store_of
 from avo.compose._record import recorded_composition
 from avo.events import AgentEvent, EventType
@@ -107,7 +107,8 @@ class _Recording:
         self.outcomes: list[tuple[list[tuple[str, dict[str, Any]]], Any]] = []
         self.results: dict[str, ToolResult] = {}
         self.approvals: dict[str, Any] = {}  # call id -> the recorded avo.approval.Approval
-        self.answers: dict[str, dict[str, Any]] = {}  # call id -> a person's recorded answer
+        self.answers: dict[tuple[str, str], dict[str, Any]] = {}  # (call id, kind) -> answer
+        self.inputs: dict[str, dict[str, Any]] = {}  # call id -> the question its tool raised
         self.tools: dict[str, ToolMetadata] = {}
         self.provider: tuple[Any, Any] | None = None
         self.call_ids: list[str] = []  # the ids the runtime minted, in order
@@ -116,7 +117,8 @@ class _Recording:
         side: list[tuple[str, dict[str, Any]]] = []
         for event in events:
             if event.event_type is EventType.HUMAN_INPUT_RECEIVED:
-                self.answers[str(event.payload.get("tool_call_id"))] = dict(event.payload)
+                key = (str(event.payload.get("tool_call_id")), str(event.payload.get("kind")))
+                self.answers[key] = dict(event.payload)
         for event in effective_events(events):
             kind, payload = event.event_type, event.payload
             if kind in _PROVIDER_SIDE:
@@ -165,6 +167,8 @@ class _Recording:
                         str(payload.get("reason") or DEFAULT_DENIAL), rule=_rule(payload)
                     ),
                 )
+            elif kind is EventType.HUMAN_INPUT_REQUESTED and payload.get("rule") == TOOL_INPUT:
+                self.inputs[str(payload.get("tool_call_id"))] = dict(payload)  # raised mid-call
             elif kind is EventType.HUMAN_INPUT_REQUESTED:  # asked a person: ask again
                 self.approvals[str(payload.get("tool_call_id"))] = Approval.ask(
                     str(payload.get("reason") or ""), rule=_rule(payload)
@@ -185,7 +189,7 @@ class _Recording:
 
     def answer(self, request: Any) -> Answer | None:
         """A person's recorded answer to ``request`` (None: nobody answered it)."""
-        given = self.answers.get(request.tool_call_id)
+        given = self.answers.get((request.tool_call_id, request.kind.value))
         if given is None:
             return None
         by = given.get("by")
@@ -290,9 +294,21 @@ class _ReplayTools(ToolRegistry):
         return name in self._recording.tools
 
     async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
-        """The recorded result of ``call``."""
+        """The recorded result of ``call`` (first its question, if its tool asked one)."""
         import asyncio
 
+        asked = self._recording.inputs.get(call.tool_call_id)
+        if asked is not None and tool_input() is None:
+            from avo.exceptions import ToolInputRequiredError
+
+            schema = asked.get("schema")
+            raise ToolInputRequiredError(
+                "the recorded call asked a person",
+                question=str(asked.get("question") or ""),
+                schema=dict(schema) if isinstance(schema, dict) else None,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.name,
+            )
         result = self._recording.results.get(call.tool_call_id)
         if result is None:
             self._provider.exhausted = True
