@@ -464,6 +464,13 @@ def test_selected_from_the_environment_with_the_openai_variables() -> None:
     assert (adapter.model, adapter.base_url) == ("o4-mini", "http://127.0.0.1:9/v1")
     assert (adapter.reasoning_effort, adapter.tool_choice) == ("low", "required")
     assert adapter.capabilities.thinking is True
+    from avo_providers.doctor import doctor_report
+
+    lines, ok = doctor_report(
+        {"AVO_PROVIDER": "openai-responses", "OPENAI_API_KEY": "sk-env-123456"}
+    )
+    assert ok and "API style: openai-responses" in lines
+    assert "endpoint: https://api.openai.com/v1/responses" in lines
     with pytest.raises(ConfigError) as info:
         build_provider_from_env(
             {

@@ -352,6 +352,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     name: ClassVar[str] = SOURCE
     vendor: ClassVar[str] = "OpenAI"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    api_style: ClassVar[str] = "openai-responses"
     supports_output_schema: ClassVar[bool] = True
 
     def __init__(
