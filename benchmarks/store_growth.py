@@ -254,8 +254,8 @@ class InlineSQLite(TimedSQLite):
     def __init__(self, path: Path) -> None:
         super().__init__(path, commit_delay=0)  # no buffered writes: the worker never flushes
 
-    async def _call(self, fn: Any, *args: Any, turn: bool = True) -> Any:
-        return fn(*args)
+    async def _call(self, fn: Any, *args: Any, turn: bool = True, drain: bool = True) -> Any:
+        return self._core.drained(fn, *args) if drain else fn(*args)
 
 
 async def _stall(directory: Path, store_class: Any, n: int) -> dict[str, float]:
