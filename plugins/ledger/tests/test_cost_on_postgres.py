@@ -41,6 +41,7 @@ def pg() -> Iterator[tuple[str, str]]:
     )
     if not dsn:
         pytest.skip("no PostgreSQL test server: run scripts/ensure-services.sh")
+    pytest.importorskip("avo_postgres")  # the store plugin (installed with the whole suite)
     schema = f"avo_test_{uuid.uuid4().hex[:12]}"
     yield dsn, schema
     import asyncpg
