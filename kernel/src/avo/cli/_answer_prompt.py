@@ -23,6 +23,7 @@ is abandoned; nothing waits for it at exit).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import sys
@@ -38,15 +39,18 @@ _NO = {"", "n", "no"}
 class _LineReader:
     """One daemon thread reading ``stream`` line by line for whoever waits for a line.
 
-    A prompt that is given up (the request was answered from another shell)
-    stops waiting; a line typed after that is dropped, never handed to the
-    next prompt, and no second thread ever reads the same stream.
+    A line typed before a prompt waits is kept for it (typing ahead works). A
+    prompt that is withdrawn (the request was answered from another shell)
+    drops what was typed for it, so that text never answers the next prompt;
+    and no second thread ever reads the same stream.
     """
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.lock = threading.Lock()
         self.waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[str | None]] | None = None
+        self.pending: collections.deque[tuple[int, str]] = collections.deque()
+        self.epoch = 0  # bumped when a prompt is withdrawn: older typed-ahead lines are dropped
         self.ended = False
         threading.Thread(target=self._run, name="avo-answer-prompt", daemon=True).start()
 
@@ -59,6 +63,8 @@ class _LineReader:
             with self.lock:
                 self.ended = not line
                 waiter, self.waiter = self.waiter, None
+                if waiter is None and line:
+                    self.pending.append((self.epoch, line))
             if waiter is not None:
                 loop, future = waiter
                 with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
@@ -70,11 +76,19 @@ class _LineReader:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str | None] = loop.create_future()
         with self.lock:
+            while self.pending:
+                epoch, line = self.pending.popleft()
+                if epoch == self.epoch:
+                    return line
             if self.ended:
                 return None
             self.waiter = (loop, future)
         try:
             return await future
+        except asyncio.CancelledError:
+            with self.lock:
+                self.epoch += 1  # withdrawn: what was typed for it answers nothing
+            raise
         finally:
             with self.lock:
                 if self.waiter is not None and self.waiter[1] is future:
