@@ -57,6 +57,11 @@ class _RunContext:
     approved: set[str] = field(default_factory=set)
     asked: dict[str, HumanRequest] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Pre-tool hooks run once per call and turn; on resume, the arguments a hook gave
+    # (from the log) by call id, and the calls whose hooks must run again (the log
+    # masked a secret in the arguments they gave).
+    hook_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hooks_again: set[str] = field(default_factory=set)
 
     policy_json: dict[str, Any] = field(default_factory=dict)
     # The write buffer (see avo.runtime_persistence.flush): events validated and

@@ -30,6 +30,17 @@ What a pre-tool hook decides, in registration order (the first block or fault wi
   as a HOOK_FAILED event (once per run and hook) and logged as a warning on
   the ``avo.hooks`` logger; at the other events the run goes on.
 
+A call's pre-tool hooks run once, when the call is first decided. A call
+approved before a pause, or waiting for a person, is not hooked again when
+the run continues, in place or resumed by another process: the arguments a
+hook gave it are recorded with the decision (TOOL_APPROVED /
+HUMAN_INPUT_REQUESTED say ``hook_arguments: "exact"``) and used as recorded.
+Only when the log had to mask a secret in those arguments
+(``hook_arguments: "redacted"``) does resuming run the hooks again for that
+call: RUN_RESUMED lists it under ``hooks_again`` and the hook sees
+``context.extra["again"] = True`` (the avo-hooks executors send
+``"again": true``), so a hook with side effects can tell.
+
 Faults and denials name a hook by ``HookRegistry.register(event, hook,
 name=...)``; composed hooks are named after their plugin, or by the hook
 object's own ``hook_label`` when it has one.

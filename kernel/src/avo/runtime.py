@@ -485,6 +485,7 @@ class AgentRuntime:
                     "checkpoint_sequence": cp.last_event_sequence,
                     "state": target.value,
                     **setup.payload(),
+                    **({"hooks_again": sorted(ctx.hooks_again)} if ctx.hooks_again else {}),
                 },
             )
             if target is not cp.state:

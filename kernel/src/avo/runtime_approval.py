@@ -2,7 +2,10 @@
 
 For each call, in the model's order (:func:`decide_call`):
 
-1. PRE_TOOL_USE hooks (a block, or a failing guard, denies);
+1. PRE_TOOL_USE hooks (a block, or a failing guard, denies), once per call
+   and turn: a call approved or waiting for a person keeps what its hooks gave
+   when the run continues, in place or resumed elsewhere (its rewritten
+   arguments are recorded with the decision, ``hook_arguments``);
 2. a decision the log already holds (the call was approved before a pause);
 3. a person's recorded answer (:mod:`avo.ops.approval`), or the expiry of an
    unanswered request (nobody answered in time: denied);
@@ -23,7 +26,7 @@ goes on unless ``LoopPolicy.on_tool_denied`` is ``"stop"``.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +68,8 @@ class CallDecision:
     call: ToolCall
     approval: Approval
     decided_by: str
+    rewritten: bool = False
+    """A PRE_TOOL_USE hook replaced the call's arguments (``call`` holds its version)."""
 
     @property
     def verdict(self) -> Verdict:
@@ -76,12 +81,20 @@ def _metadata(rt: AgentRuntime, name: str) -> ToolMetadata | None:
     return rt.tools.metadata_of(name)  # None: not registered (the registry fails the call)
 
 
-async def _hooks(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> CallDecision | ToolCall:
+async def _hooks(
+    rt: AgentRuntime, ctx: _RunContext, call: ToolCall, *, again: bool = False
+) -> CallDecision | ToolCall:
     if rt.hooks is None:
         return call
     decision = await rt.hooks.fire(
         HookEvent.PRE_TOOL_USE,
-        HookContext(HookEvent.PRE_TOOL_USE, ctx.run_id, tool_call=call, run=ctx.run),
+        HookContext(
+            HookEvent.PRE_TOOL_USE,
+            ctx.run_id,
+            tool_call=call,
+            run=ctx.run,
+            extra={"again": True} if again else {},
+        ),
     )
     if decision.faults:  # a failing guard fails closed: the decision blocks
         report_hook_faults(
@@ -111,16 +124,24 @@ def _from_answer(call: ToolCall, answer: dict[str, Any]) -> CallDecision:
 async def decide_call(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> CallDecision:
     """The approval step of one call (see the module docstring); records nothing but
     hook faults and an expiry answer."""
-    hooked = await _hooks(rt, ctx, call)
-    if isinstance(hooked, CallDecision):
-        return hooked
-    call = hooked
     call_id = call.tool_call_id
+    again = call_id in ctx.hooks_again
+    rewritten = False
+    if again or (call_id not in ctx.approved and call_id not in ctx.asked):
+        hooked = await _hooks(rt, ctx, call, again=again)  # once per call and turn
+        ctx.hooks_again.discard(call_id)
+        if isinstance(hooked, CallDecision):
+            return hooked
+        rewritten = hooked is not call
+        call = hooked
+    elif call_id in ctx.hook_args:  # resumed: the arguments the hook gave, from the log
+        call = call.model_copy(update={"arguments": ctx.hook_args.pop(call_id)})
+        rewritten = True
     if call_id in ctx.approved:
-        return CallDecision(call, Approval.allow(), "log")
+        return CallDecision(call, Approval.allow(), "log", rewritten)
     answer = ctx.answers.get(call_id)
     if answer is not None:
-        return _from_answer(call, answer)
+        return replace(_from_answer(call, answer), rewritten=rewritten)
     request = ctx.asked.get(call_id)
     if request is not None:
         now = rt.clock()
@@ -132,13 +153,17 @@ async def decide_call(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> Cal
             )
             given = {"decision": "deny", "reason": reason, "expired": True}
             record_answer(rt, ctx, request, given, by="policy")
-            return _from_answer(call, ctx.answers[call_id])
-        return CallDecision(call, Approval.ask(request.reason, rule=request.rule), "human")
+            return replace(_from_answer(call, ctx.answers[call_id]), rewritten=rewritten)
+        return CallDecision(
+            call, Approval.ask(request.reason, rule=request.rule), "human", rewritten
+        )
     metadata = _metadata(rt, call.name)
     if metadata is None:  # nothing can run: the registry fails it, the model reads why
-        return CallDecision(call, Approval.allow(rule="not a registered tool"), "approval")
+        allowed = Approval.allow(rule="not a registered tool")
+        return CallDecision(call, allowed, "approval", rewritten)
     if metadata.asks_human:
-        return CallDecision(call, Approval.ask(f"{call.name} asks a question"), "human")
+        asked = Approval.ask(f"{call.name} asks a question")
+        return CallDecision(call, asked, "human", rewritten)
     token = _DECIDING.set(ctx.run_id)  # avo.approval.deciding_run_id() inside the callback
     try:
         verdict = rt._approval_callback(call)
@@ -146,7 +171,7 @@ async def decide_call(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> Cal
             verdict = await verdict
     finally:
         _DECIDING.reset(token)
-    return CallDecision(call, as_approval(verdict), "approval")
+    return CallDecision(call, as_approval(verdict), "approval", rewritten)
 
 
 # ---------------------------------------------------------------- recording
@@ -160,6 +185,8 @@ def record_approved(rt: AgentRuntime, ctx: _RunContext, decision: CallDecision) 
         return
     payload: dict[str, Any] = dict(call_payload(rt, ctx, decision.call))
     payload["decided_by"] = decision.decided_by
+    if decision.rewritten:
+        payload["hook_arguments"] = _hook_arguments(payload, decision.call)
     if decision.approval.rule:
         payload["rule"] = decision.approval.rule
     if decision.approval.reason:
@@ -185,6 +212,12 @@ def record_denied(rt: AgentRuntime, ctx: _RunContext, decision: CallDecision) ->
         payload["rule"] = decision.approval.rule
     append(rt, ctx, EventType.TOOL_DENIED, payload)
     return f"the tool call was denied: {rt.redactor.text(reason)}"
+
+
+def _hook_arguments(payload: dict[str, Any], call: ToolCall) -> str:
+    """``exact``: the recorded arguments are the hook's (resume uses them); ``redacted``:
+    the log masked part of them, so resuming runs the hooks again for this call."""
+    return "exact" if payload.get("arguments") == call.arguments else "redacted"
 
 
 def request_person(
@@ -218,7 +251,10 @@ def request_person(
         requested_at=now,
         expires_at=now + timedelta(seconds=expires_in) if expires_in else None,
     )
-    append(rt, ctx, EventType.HUMAN_INPUT_REQUESTED, request.payload(), redact=False)
+    payload = request.payload()
+    if decision.rewritten:
+        payload["hook_arguments"] = _hook_arguments(payload, call)
+    append(rt, ctx, EventType.HUMAN_INPUT_REQUESTED, payload, redact=False)
     ctx.asked[call.tool_call_id] = request
     return request
 
@@ -360,6 +396,8 @@ def restore_turn(rt: AgentRuntime, ctx: _RunContext, events: list[AgentEvent]) -
     for event in events[start:]:
         kind, payload = event.event_type, event.payload
         call_id = str(payload.get("tool_call_id", ""))
+        if kind in (EventType.TOOL_APPROVED, EventType.HUMAN_INPUT_REQUESTED):
+            _restore_hook_outcome(ctx, call_id, payload)
         if kind is EventType.TOOL_APPROVED:
             ctx.approved.add(call_id)
         elif kind is EventType.TOOL_DENIED:
@@ -371,6 +409,17 @@ def restore_turn(rt: AgentRuntime, ctx: _RunContext, events: list[AgentEvent]) -
             ctx.answers.pop(call_id, None)  # a new request (a tool's question after approval)
         elif kind is EventType.HUMAN_INPUT_RECEIVED:
             ctx.answers[call_id] = dict(payload)
+
+
+def _restore_hook_outcome(ctx: _RunContext, call_id: str, payload: Any) -> None:
+    """What a pre-tool hook gave this call before the pause (see :func:`decide_call`)."""
+    outcome = payload.get("hook_arguments")
+    if outcome == "exact" and isinstance(payload.get("arguments"), dict):
+        ctx.hook_args[call_id] = dict(payload["arguments"])
+        ctx.hooks_again.discard(call_id)
+    elif outcome == "redacted":
+        ctx.hook_args.pop(call_id, None)
+        ctx.hooks_again.add(call_id)
 
 
 def record_given_answers(

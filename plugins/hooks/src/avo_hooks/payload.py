@@ -7,7 +7,8 @@ The event, one JSON object::
               "risk": "execute", "argument_kinds": {"command": "command"}},
      "result": {...},          # post_tool_use: the tool's result
      "run": {"state": "...", "steps": 3, "stop_reason": null, ...},
-     "notification": "..."}    # notification
+     "notification": "...",    # notification
+     "again": true}            # pre_tool_use seen before (see avo.hooks): only then
 
 Secrets are masked (``***``) in everything sent: values of secret-named
 environment variables, bearer tokens and key-shaped strings, and values under
@@ -68,6 +69,8 @@ def event_payload(
             tool["risk"] = metadata.effective_risk.value
             tool["argument_kinds"] = {k: v.value for k, v in metadata.argument_kinds.items()}
         payload["tool"] = tool
+    if context.extra.get("again"):  # a resumed run asks again about a call it saw before
+        payload["again"] = True
     result = context.tool_result
     if result is not None:
         payload["result"] = result.model_dump(mode="json")
