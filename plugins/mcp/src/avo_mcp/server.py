@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from avo.models import ToolCall, ToolMetadata, ToolRisk
+from avo.risk import ARGUMENT_KIND_HINT
 from avo.tools import ToolRegistry
 from avo_mcp.framing import (
     HANDSHAKE_PROTOCOL_VERSIONS,
@@ -87,6 +89,40 @@ def _tool_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     return json.dumps(output, ensure_ascii=False)
+
+
+def with_kind_hints(schema: JsonDict, kinds: Mapping[str, Any]) -> JsonDict:
+    """``schema`` with ``"x-avo-kind"`` back on each argument the tool declares a kind for.
+
+    avo keeps the hint out of what a model is shown; an MCP client that reads it
+    (an avo client turns it into ``argument_kinds``, so permission rules read
+    the arguments) gets it back here. Pointers are ``path``, ``paths[]``,
+    ``patches[].path`` (local ``#/$defs/...`` references are followed); an
+    argument the schema does not spell out gets no hint.
+    """
+    if not kinds:
+        return schema
+    marked = copy.deepcopy(schema)
+    for pointer, kind in kinds.items():
+        node: Any = marked
+        for part in pointer.split("."):
+            many = part.endswith("[]")
+            node = _local_ref(marked, node)
+            properties = node.get("properties") if isinstance(node, dict) else None
+            node = properties.get(part.removesuffix("[]")) if isinstance(properties, dict) else None
+            if many and isinstance(node, dict):
+                node = node.get("items")
+        if isinstance(node, dict):
+            node[ARGUMENT_KIND_HINT] = getattr(kind, "value", str(kind))
+    return marked
+
+
+def _local_ref(root: JsonDict, node: Any) -> Any:
+    ref = node.get("$ref") if isinstance(node, dict) else None
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        defs = root.get("$defs")
+        return defs.get(ref.removeprefix("#/$defs/")) if isinstance(defs, dict) else None
+    return node
 
 
 class AvoMcpServer:
@@ -207,7 +243,7 @@ class AvoMcpServer:
                 {
                     "name": metadata.name,
                     "description": metadata.description,
-                    "inputSchema": metadata.input_schema,
+                    "inputSchema": with_kind_hints(metadata.input_schema, metadata.argument_kinds),
                     "annotations": tool_annotations(metadata, approval_required=required),
                 }
                 for metadata in self.registry.metadata
