@@ -121,34 +121,56 @@ class AvoActivities:
 
     @activity.defn(name=TOOL)
     async def tool(self, job: dict[str, Any]) -> dict[str, Any]:
-        """One tool call, exactly once: a retry returns the recorded result (see effects.py)."""
+        """One tool call, exactly once: a retry returns the recorded result (see effects.py).
+
+        Everything runs heartbeating, the writes and the ledger too: an attempt
+        that stops heartbeating is retried elsewhere while it may still be
+        running, and only one attempt of a dispatch claims the ledger.
+        """
         call = ToolCall.model_validate(job["call"])
         run_id, dispatch = str(job["run_id"]), int(job["dispatch"])
-        await self.apply_writes(job.get("writes") or [])  # TOOL_STARTED durable first
         metadata = self.runtime.tools.metadata_of(call.name)
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
-        if effect is not ToolEffect.PURE:
-            entry = await self.ledger.get(run_id, call.tool_call_id)
-            if entry is not None and entry.dispatch == dispatch:
-                if entry.state == "done" and entry.result is not None:
-                    return entry.result  # acknowledged late: the effect happened once
-                if effect is ToolEffect.NON_IDEMPOTENT:
-                    raise ApplicationError(
-                        f"the worker running {call.name} stopped before reporting; it may or may "
-                        "not have taken effect",
-                        type=UNKNOWN_OUTCOME,
-                        non_retryable=True,
-                    )
-            await self.ledger.started(run_id, call.tool_call_id, dispatch)
         async with heartbeating(self.every):
+            await self.apply_writes(job.get("writes") or [])  # TOOL_STARTED durable first
+            if effect is not ToolEffect.PURE:
+                recorded = await self._claim(run_id, call, dispatch, effect)
+                if recorded is not None:
+                    return recorded
             try:
                 result = await self.runtime.tools.invoke(call, completed_tool_call_ids=set())
             except AvoError as exc:
                 raise application_error(exc) from None
-        data: dict[str, Any] = dump(result)
-        if effect is not ToolEffect.PURE:
-            await self.ledger.done(run_id, call.tool_call_id, dispatch, data)
+            data: dict[str, Any] = dump(result)
+            if effect is not ToolEffect.PURE:
+                await self.ledger.done(run_id, call.tool_call_id, dispatch, data)
         return data
+
+    async def _claim(
+        self, run_id: str, call: ToolCall, dispatch: int, effect: ToolEffect
+    ) -> dict[str, Any] | None:
+        """Claim this dispatch of the call in the ledger; or its recorded result.
+
+        Raises the unknown-outcome error when another attempt of the same
+        dispatch began a non-idempotent call and did not finish it.
+        """
+        entry = await self.ledger.get(run_id, call.tool_call_id)
+        mine = entry is None or entry.dispatch < dispatch
+        if mine and not await self.ledger.started(run_id, call.tool_call_id, dispatch):
+            mine = False  # another attempt of this dispatch claimed it first
+            entry = await self.ledger.get(run_id, call.tool_call_id)
+        if mine:
+            return None
+        if entry is not None and entry.state == "done" and entry.result is not None:
+            return entry.result  # acknowledged late: the effect happened once
+        if effect is ToolEffect.NON_IDEMPOTENT:
+            raise ApplicationError(
+                f"the worker running {call.name} stopped before reporting; it may or may "
+                "not have taken effect",
+                type=UNKNOWN_OUTCOME,
+                non_retryable=True,
+            )
+        return None  # idempotent: running it again is safe
 
     @activity.defn(name=STORE)
     async def store_call(self, job: dict[str, Any]) -> Any:

@@ -46,8 +46,12 @@ class EffectLedger(Protocol):
         """The row for this call, or None."""
         ...
 
-    async def started(self, run_id: str, call_id: str, dispatch: int) -> None:
-        """Record that dispatch ``dispatch`` of this call is about to run the tool."""
+    async def started(self, run_id: str, call_id: str, dispatch: int) -> bool:
+        """Claim dispatch ``dispatch`` of this call (about to run the tool).
+
+        Atomic: False when the row already holds this dispatch (or a later one),
+        so of two attempts running at once only one runs the tool.
+        """
         ...
 
     async def done(self, run_id: str, call_id: str, dispatch: int, result: dict[str, Any]) -> None:
@@ -102,13 +106,16 @@ class SQLiteLedger:
         state, dispatch, result = rows[0]
         return Entry(state, int(dispatch), json.loads(result) if result else None)
 
-    async def started(self, run_id: str, call_id: str, dispatch: int) -> None:
-        await self._run(
+    async def started(self, run_id: str, call_id: str, dispatch: int) -> bool:
+        rows = await self._run(
             f"INSERT INTO {TABLE} (run_id, call_id, state, dispatch, result) "
             "VALUES (?, ?, 'started', ?, NULL) ON CONFLICT (run_id, call_id) DO UPDATE SET "
-            "state = 'started', dispatch = excluded.dispatch, result = NULL",
+            f"state = 'started', dispatch = excluded.dispatch, result = NULL "
+            f"WHERE {TABLE}.dispatch < excluded.dispatch RETURNING 1",
             (run_id, call_id, dispatch),
+            fetch=True,
         )
+        return bool(rows)
 
     async def done(self, run_id: str, call_id: str, dispatch: int, result: dict[str, Any]) -> None:
         await self._run(
@@ -159,16 +166,18 @@ class PostgresLedger:
         result = row["result"]
         return Entry(row["state"], int(row["dispatch"]), json.loads(result) if result else None)
 
-    async def started(self, run_id: str, call_id: str, dispatch: int) -> None:
+    async def started(self, run_id: str, call_id: str, dispatch: int) -> bool:
         pool = await self._acquire()
-        await pool.execute(
-            f"INSERT INTO {self.table} (run_id, call_id, state, dispatch, result) "
+        claimed = await pool.fetchval(
+            f"INSERT INTO {self.table} AS t (run_id, call_id, state, dispatch, result) "
             "VALUES ($1, $2, 'started', $3, NULL) ON CONFLICT (run_id, call_id) DO UPDATE SET "
-            "state = 'started', dispatch = excluded.dispatch, result = NULL",
+            "state = 'started', dispatch = excluded.dispatch, result = NULL "
+            "WHERE t.dispatch < excluded.dispatch RETURNING 1",
             run_id,
             call_id,
             dispatch,
         )
+        return claimed is not None
 
     async def done(self, run_id: str, call_id: str, dispatch: int, result: dict[str, Any]) -> None:
         pool = await self._acquire()
