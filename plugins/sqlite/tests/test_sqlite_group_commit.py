@@ -297,3 +297,38 @@ def test_a_write_just_after_a_commit_finished_waits_for_it_without_spinning(
     thread.join(60)
     assert not thread.is_alive(), "the write spun on a finished commit"
     assert len(outcome) == 1 and outcome[0][0] == outcome[0][1]  # written, all of it
+
+
+async def test_a_side_store_on_the_loop_thread_does_not_wait_for_its_own_process(
+    tmp_path: Path,
+) -> None:
+    """The token ledger writes synchronously, on the event loop thread (an observer hook).
+
+    When it is called while a group's transaction is open, only this loop thread
+    could commit that transaction: the ledger must not wait for it (it used to wait
+    out the busy timeout and fail, once per write: a Temporal worker hung on it).
+    """
+    from avo.models import TokenUsage
+    from avo_sqlite import TokenLedger
+
+    path = tmp_path / "avo.db"
+    async with SQLiteEventStore(path) as store:
+        run_ids = [await start_run(store) for _ in range(3)]
+        await store.flush()
+        heads = [await _head(store, run_id) for run_id in run_ids]
+        writes = [
+            asyncio.ensure_future(store.append_batch(head, _tool_batch(head.run_id, "c1")))
+            for head in heads
+        ]
+        for _ in range(200):  # until a group's transaction is open, waiting for its commit
+            await asyncio.sleep(0)
+            if store._core.conn.in_transaction and not all(w.done() for w in writes):
+                break
+        assert store._core.conn.in_transaction, "no open group transaction was seen"
+        with TokenLedger(path) as ledger:  # on this (the loop) thread, synchronously
+            ledger.record(run_ids[0], step=1, usage=TokenUsage(input_tokens=7))
+        stored = await asyncio.gather(*writes)
+        for run_id, batch in zip(run_ids, stored, strict=True):
+            assert _committed_last(path, run_id) >= batch[-1].sequence
+        with TokenLedger(path) as ledger:
+            assert ledger.total(run_ids[0]).input_tokens == 7

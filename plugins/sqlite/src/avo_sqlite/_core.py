@@ -46,6 +46,7 @@ from avo_sqlite._checkpoints import (
 from avo_sqlite._codec import key_range
 from avo_sqlite._heads import HeadOps
 from avo_sqlite._leases import LeaseOps
+from avo_sqlite._neighbours import register, unregister
 from avo_sqlite._payloads import event_row, insert_events
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
@@ -96,6 +97,7 @@ class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
         # up to 32 MB (allocated only as pages are used) for a store serving many.
         self.conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         self._init_transactions()
+        register(self)  # side stores on this file commit it before waiting (_neighbours)
         self._broken: StorageError | None = None
         self._states: OrderedDict[str, RunLogState] = OrderedDict()
         self._cursors: OrderedDict[str, CheckpointCursor] = OrderedDict()
@@ -113,6 +115,7 @@ class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
 
     # ------------------------------------------------------------------ helpers
     def close(self) -> None:
+        unregister(self)
         try:
             self.flush()
         finally:

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Self
 
 from avo.exceptions import StorageError
+from avo_sqlite._neighbours import commit_open_transactions
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database, read_only_error
 from avo_sqlite._write_lock import wait_for_write_lock
 
@@ -27,6 +28,8 @@ class SyncSQLiteStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        if self.path.exists():  # opening may write (schema, migrations): see _tx
+            commit_open_transactions(self.path)
         try:
             self._conn, self._read_only = open_database(self.path)
         except StorageError as exc:
@@ -39,6 +42,9 @@ class SyncSQLiteStore:
             raise self.error(str(read_only_error(self.path, self._read_only, action)))
         with self._lock:
             conn = self._conn
+            # an event store of this process may hold the lock open for its group's
+            # commit, which this thread (its event loop, maybe) would otherwise block
+            commit_open_transactions(self.path)
             try:
                 # our jittered wait, not SQLite's busy handler (see _write_lock)
                 conn.execute("PRAGMA busy_timeout = 0")
