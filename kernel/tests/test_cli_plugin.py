@@ -121,9 +121,3 @@ def test_install_failure_is_an_avo_error(
     assert main(["plugin", "install", missing], environ={}) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith(f"avo: pip install {missing} failed with exit code")
-
-
-def test_the_init_choices_are_the_scaffolded_kinds() -> None:
-    from avo.cli.plugin import SCAFFOLD_KINDS
-
-    assert tuple(GROUPS) == SCAFFOLD_KINDS

@@ -16,23 +16,11 @@ from avo.plugins.discovery import KERNEL_DISTRIBUTION, canonical_name
 from avo.plugins.manager import PluginManager
 from avo.plugins.specs import HOOK_OF_KIND
 
-SCAFFOLD_KINDS = (
-    "tool",
-    "provider",
-    "store",
-    "notifier",
-    "hook",
-    "permission",
-    "command",
-    "shaper",
-    "bundle",
-    "slash_command",
-)
-"""``avo plugin init --kind`` choices: the tables of cli/scaffolds/kinds.toml (tested)."""
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``plugin`` subcommands to ``parser``."""
+    from avo.cli._scaffold import kinds as scaffold_kinds  # the kinds in cli/scaffolds
+
     actions = parser.add_subparsers(dest="plugin_action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="installed plugins with their status")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -53,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     init.add_argument(
         "--kind",
         required=True,
-        choices=SCAFFOLD_KINDS,
+        choices=list(scaffold_kinds()),
     )
     init.add_argument(
         "--directory", type=Path, default=None, help="where to create it (default ./avo-NAME)"
