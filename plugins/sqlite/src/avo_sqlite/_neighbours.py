@@ -45,6 +45,13 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _in_transaction(core: Any) -> bool:
+    try:
+        return bool(core.conn.in_transaction)
+    except Exception:  # a connection closed meanwhile
+        return False
+
+
 def commit_open_transactions(path: Path) -> None:
     """Commit every open write transaction this process's event stores hold on ``path``.
 
@@ -52,7 +59,10 @@ def commit_open_transactions(path: Path) -> None:
     thread ends its own call and does not need this one.
     """
     with _LOCK:
-        cores = [core for core in _OPEN if _same_file(core.path, path)]
+        candidates = list(_OPEN)
+    # (an unlocked peek: a core without an open transaction has nothing to commit, and
+    # this runs on every side-store write, so files are compared only for the others)
+    cores = [c for c in candidates if _in_transaction(c) and _same_file(c.path, path)]
     for core in cores:
         if not core.lock.acquire(timeout=LOCK_WAIT_SECONDS):
             continue
