@@ -12,9 +12,7 @@ server; the CLI cases run ``avo run`` in a subprocess against a real SQLite file
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,35 +20,14 @@ import pytest
 
 from avo.testing.providers import ScriptedHTTPServer, ScriptedResponse
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from avo_process import openai_env, run_avo  # noqa: E402
+
 # Not key-shaped on purpose: only the known value (the env variable) can mask it.
 KEY = "SEEDED7f3a9c2e5b1d4f6a8e0c2b4d6f8a1357"
 FRAGMENT = KEY[:4]  # what a cut in the middle used to leave behind (or more)
-
-
-def _env(tmp_path: Path, server: ScriptedHTTPServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AVO_")}
-    env.update(
-        {
-            "AVO_OPENAI_API_KEY": KEY,
-            "AVO_OPENAI_BASE_URL": server.url + "/v1",
-            "AVO_OPENAI_MODEL": "gpt-test",
-            "AVO_PLUGINS_CACHE": "0",
-            "HOME": str(tmp_path),
-        }
-    )
-    return env
-
-
-def _avo(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "avo.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
 
 
 def _stored_text(db: Path) -> str:
@@ -79,8 +56,8 @@ def test_a_key_cut_by_shortening_never_reaches_the_cli_or_the_store(
     tmp_path: Path, offset: int
 ) -> None:
     with ScriptedHTTPServer([_echoing_error(offset)]) as server:
-        env = _env(tmp_path, server)
-        done = _avo(tmp_path, env, "run", "say hi", "--provider", "openai", "-d", "runs.db")
+        env = openai_env(tmp_path, server, KEY, provider=False)
+        done = run_avo(tmp_path, env, "run", "say hi", "--provider", "openai", "-d", "runs.db")
     assert done.returncode == 1, done.stderr
     assert "HTTP 401" in done.stderr  # the summary (with the error) is on stderr
     for label, text in (("stdout", done.stdout), ("stderr", done.stderr)):
@@ -129,8 +106,10 @@ def test_an_answer_echoing_the_key_is_masked_in_the_stream_and_everything_kept(
 ) -> None:
     answer = f"Your key is {KEY} and the token = load_token() line stays as written."
     with ScriptedHTTPServer([_answer(answer, chunks=9)]) as server:
-        env = _env(tmp_path, server)
-        done = _avo(tmp_path, env, "run", "what is my key?", "--provider", "openai", "-d", "r.db")
+        env = openai_env(tmp_path, server, KEY, provider=False)
+        done = run_avo(
+            tmp_path, env, "run", "what is my key?", "--provider", "openai", "-d", "r.db"
+        )
     assert done.returncode == 0, done.stderr
     assert FRAGMENT not in done.stdout and FRAGMENT not in done.stderr, done.stdout
     assert "Your key is *** and the token = load_token() line stays as written." in done.stdout

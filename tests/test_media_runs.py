@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,11 +25,15 @@ from avo.models import ModelResponse, ToolCall, ToolRisk
 from avo.ops.approval import answer
 from avo.ops.replay import replay
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from avo_process import drop_schema_async, postgres_dsn  # noqa: E402
+
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
 PDF = b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"
-DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"), "postgres.dsn")
 
 
 class AskArgs(BaseModel):
@@ -56,13 +60,6 @@ SCRIPT = [
 ]
 
 
-def _dsn() -> str | None:
-    dsn = os.environ.get("AVO_TEST_POSTGRES_DSN", "").strip()
-    if dsn:
-        return dsn
-    return DSN_FILE.read_text().strip() if DSN_FILE.is_file() else None
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def open_store(request: Any, tmp_path: Path) -> AsyncIterator[Any]:
     """A function opening a new connection to one store each time it is called."""
@@ -77,11 +74,9 @@ async def open_store(request: Any, tmp_path: Path) -> AsyncIterator[Any]:
 
         yield make
     else:
-        dsn = _dsn()
+        dsn = postgres_dsn()
         if dsn is None:
             pytest.skip("no PostgreSQL test server: run scripts/ensure-services.sh")
-        import asyncpg
-
         from avo_postgres import PostgresEventStore
 
         schema = f"avo_test_{uuid.uuid4().hex[:12]}"
@@ -92,11 +87,7 @@ async def open_store(request: Any, tmp_path: Path) -> AsyncIterator[Any]:
             return store
 
         yield make
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await conn.close()
+        await drop_schema_async(dsn, schema)
     for store in opened:
         await store.close()
 

@@ -14,9 +14,7 @@ model stores the fact with the ``remember`` tool.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -28,7 +26,11 @@ import pytest
 from avo.models import TokenUsage
 from avo.testing.providers import RecordedRequest, ScriptedHTTPServer, ScriptedResponse
 
-DSN_FILE = Path(os.environ.get("AVO_TEST_SERVICES_DIR", "/tmp/avo-test-services"), "postgres.dsn")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from avo_process import drop_schema, openai_env, postgres_dsn_or_skip, run_avo  # noqa: E402
+
 FACT = "The staging API listens on port 8443"
 
 
@@ -71,41 +73,14 @@ def model() -> Iterator[ScriptedHTTPServer]:
         yield server
 
 
-def environment(tmp_path: Path, server: ScriptedHTTPServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AVO_")}
-    env.update(
-        {
-            "AVO_PROVIDER": "openai",
-            "AVO_OPENAI_API_KEY": "sk-test-memory-key-0000",
-            "AVO_OPENAI_BASE_URL": server.url + "/v1",
-            "AVO_OPENAI_MODEL": "gpt-test",
-            "AVO_PLUGINS_CACHE": "0",
-            "HOME": str(tmp_path),
-        }
-    )
-    return env
-
-
-def avo(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "avo.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
-
-
 def run_task(tmp_path: Path, env: dict[str, str], task: str) -> str:
-    done = avo(tmp_path, env, "run", "-d", str(tmp_path / "avo.db"), "--no-session", task)
+    done = run_avo(tmp_path, env, "run", "-d", str(tmp_path / "avo.db"), "--no-session", task)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout.strip()
 
 
 def memories(tmp_path: Path, env: dict[str, str], *args: str) -> list[dict[str, Any]]:
-    listed = avo(tmp_path, env, "memory", *args, "--json")
+    listed = run_avo(tmp_path, env, "memory", *args, "--json")
     assert listed.returncode == 0, listed.stderr
     return list(json.loads(listed.stdout))
 
@@ -123,11 +98,11 @@ def two_runs_then_forget(tmp_path: Path, env: dict[str, str], first_task: str) -
     holding = [m["memory_id"] for m in listed if "8443" in m["content"]]
     assert holding
     # The plain listing shows short ids (like git's); forget takes them back.
-    plain = avo(tmp_path, env, "memory", "list")
+    plain = run_avo(tmp_path, env, "memory", "list")
     shown = [line.split()[0] for line in plain.stdout.splitlines()]
     short = [next(s for s in shown if h.startswith(s)) for h in holding]
     assert all(len(s) < len(h) for s, h in zip(short, holding, strict=True))
-    forgot = avo(tmp_path, env, "memory", "forget", *short)
+    forgot = run_avo(tmp_path, env, "memory", "forget", *short)
     assert forgot.returncode == 0, forgot.stderr
     assert (
         forgot.stdout.strip() == f"forgot {len(holding)} memor{'y' if len(holding) == 1 else 'ies'}"
@@ -136,7 +111,7 @@ def two_runs_then_forget(tmp_path: Path, env: dict[str, str], first_task: str) -
     assert all("8443" not in m["content"] for m in left)
     assert run_task(tmp_path, env, "Which port does the staging API use?") == "I do not know."
 
-    unknown = avo(tmp_path, env, "memory", "forget", "mnope123")
+    unknown = run_avo(tmp_path, env, "memory", "forget", "mnope123")
     assert unknown.returncode == 2
     assert "no memory 'mnope123' in this scope (workspace)" in unknown.stderr
 
@@ -148,7 +123,7 @@ def test_second_run_answers_from_memory_on_sqlite(
         '[memory]\nprovider = "sqlite"\nwrite = ["final_answer"]\n'
         '[memory.settings]\npath = "memory.db"\n'
     )
-    env = environment(tmp_path, model)
+    env = openai_env(tmp_path, model, "sk-test-memory-key-0000")
     two_runs_then_forget(tmp_path, env, "Note this: the staging API listens on port 8443.")
     assert (tmp_path / "memory.db").is_file()
     # the request the second run sent held the memory; the transcript never did
@@ -160,19 +135,19 @@ def test_second_run_answers_from_memory_on_sqlite(
 
 
 def test_memory_commands_explain_bad_input(tmp_path: Path, model: ScriptedHTTPServer) -> None:
-    env = environment(tmp_path, model)
+    env = openai_env(tmp_path, model, "sk-test-memory-key-0000")
     (tmp_path / "avo.toml").write_text('[memory]\nprovider = "lethe"\n')
-    missing = avo(tmp_path, env, "memory", "list")
+    missing = run_avo(tmp_path, env, "memory", "list")
     assert missing.returncode == 2
     assert "no memory plugin named 'lethe' is installed; available: postgres, sqlite" in (
         missing.stderr
     )
     (tmp_path / "avo.toml").write_text('[memory]\nprovider = "sqlite"\nrecall = -1\n')
-    bad = avo(tmp_path, env, "run", "-d", str(tmp_path / "avo.db"), "hello")
+    bad = run_avo(tmp_path, env, "run", "-d", str(tmp_path / "avo.db"), "hello")
     assert bad.returncode == 2
     assert "memory.recall" in bad.stderr
     (tmp_path / "avo.toml").write_text("")
-    empty = avo(tmp_path, env, "memory", "list")  # no [memory]: the default store, empty
+    empty = run_avo(tmp_path, env, "memory", "list")  # no [memory]: the default store, empty
     assert empty.returncode == 0
     assert "no memories in this scope yet" in empty.stderr
     assert (tmp_path / ".avo" / "memory.db").is_file()
@@ -182,30 +157,15 @@ def test_memory_commands_explain_bad_input(tmp_path: Path, model: ScriptedHTTPSe
 def test_second_run_answers_from_memory_on_postgresql(
     tmp_path: Path, model: ScriptedHTTPServer
 ) -> None:
-    dsn = os.environ.get("AVO_TEST_POSTGRES_DSN", "").strip() or (
-        DSN_FILE.read_text().strip() if DSN_FILE.is_file() else ""
-    )
-    if not dsn:
-        pytest.skip("no PostgreSQL test server: run scripts/ensure-services.sh")
+    dsn = postgres_dsn_or_skip()
     schema = f"avo_mem_{uuid.uuid4().hex[:12]}"
     (tmp_path / "avo.toml").write_text(
         '[permission]\nallow = ["remember"]\n'
         '[memory]\nprovider = "postgres"\nwrite = ["remember"]\n'
         f'[memory.settings]\ndsn = "{dsn}"\nschema = "{schema}"\n'
     )
-    env = environment(tmp_path, model)
+    env = openai_env(tmp_path, model, "sk-test-memory-key-0000")
     try:
         two_runs_then_forget(tmp_path, env, "Use the remember tool to note the staging port.")
     finally:
-        import asyncio
-
-        import asyncpg
-
-        async def drop() -> None:
-            conn = await asyncpg.connect(dsn)
-            try:
-                await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-            finally:
-                await conn.close()
-
-        asyncio.run(drop())
+        drop_schema(dsn, schema)
