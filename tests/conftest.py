@@ -133,6 +133,15 @@ class Venv:
             check=False,
         )
 
+    def pip_install(self, *wheels: Path) -> None:
+        """Install ``wheels`` into the venv with pip alone (offline, no dependencies)."""
+        subprocess.run(
+            [str(self.python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+            + [str(wheel) for wheel in wheels],
+            check=True,
+            capture_output=True,
+        )
+
     def avo_json(self, *args: str) -> Any:
         """Run an avo command with ``--json`` and parse its output."""
         result = self.avo(*args, "--json")

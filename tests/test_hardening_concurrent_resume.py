@@ -259,20 +259,7 @@ def _install_gate(tmp_path: Path, venv: Any, kit: Any) -> None:
         plugin_source=GATE,
     )
     wheel = kit.build_wheel(package, root / "dist")
-    subprocess.run(
-        [
-            str(venv.python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    venv.pip_install(wheel)
 
 
 def _postgres_database() -> Iterator[str]:

@@ -62,20 +62,7 @@ def _install_sleepy(tmp_path: Path, venv: Any, kit: Any) -> None:
         plugin_source=SLEEPY,
     )
     wheel = kit.build_wheel(package, root / "dist")
-    subprocess.run(
-        [
-            str(venv.python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    venv.pip_install(wheel)
 
 
 def test_plugin_list_reports_a_hanging_plugin_as_broken(

@@ -6,7 +6,6 @@ Real packages installed with pip into a fresh venv: each problem is reported
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +60,6 @@ def _tool_package(kit: Any, root: Path, dist: str, tool: str, **kwargs: Any) -> 
     return kit.build_wheel(package, root / "dist")
 
 
-def _install(venv: Any, wheels: list[Path]) -> None:
-    subprocess.run(
-        [str(venv.python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
-        + [str(w) for w in wheels],
-        check=True,
-        capture_output=True,
-    )
-
-
 def test_broken_duplicate_and_incompatible_plugins_are_isolated(
     tmp_path: Path, plugin_venv: Any, kit: Any
 ) -> None:
@@ -90,7 +80,7 @@ def test_broken_duplicate_and_incompatible_plugins_are_isolated(
     assert "broken: tool 'twin'" in installed.stdout and "name conflict" in installed.stdout
     # pip itself refuses a plugin whose kernel requirement cannot be met; force it in
     future = _tool_package(kit, root, "future", "future_tool", requires=("avo-kernel>=2,<3",))
-    _install(plugin_venv, [future])
+    plugin_venv.pip_install(future)
 
     rows = {row["name"]: row for row in plugin_venv.avo_json("plugin", "list")}
     assert rows["good_tool"]["status"] == "ok" and rows["fake"]["status"] == "ok"
