@@ -14,6 +14,7 @@ import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parents[2]
+sys.path.insert(0, str(TESTS_DIR))  # mcp_cli_kit
 
 
 def _assert_reaped(pid: int | None) -> None:

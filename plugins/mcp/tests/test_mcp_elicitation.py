@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_cli_kit import Terminal
+from mcp_cli_kit import avo as _avo
 
 from avo import AgentRuntime, EventType, FakeProvider, ModelResponse, RunState, ToolCall
 from avo.approval import TOOL_INPUT, RequestKind
@@ -180,21 +182,6 @@ env = {{SDK_BOOKINGS = "{bookings}"}}
 """
 
 
-def _avo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVO_", "XDG_"))}
-    env.update({"HOME": str(cwd / "home"), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
-    return subprocess.run(
-        [sys.executable, "-m", "avo.cli", *args],
-        cwd=cwd,
-        env=env,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
 def test_cli_run_pauses_answer_elsewhere_resume_books_once(tmp_path: Path) -> None:
     bookings = tmp_path / "bookings.txt"
     (tmp_path / "avo.toml").write_text(
@@ -263,66 +250,6 @@ def test_cli_run_shows_progress_and_offers_the_workspace_as_root(tmp_path: Path)
     trace = _avo(tmp_path, "runs", "inspect", run_id, "--json")
     assert trace.returncode == 0, trace.stderr
     assert tmp_path.resolve().as_uri() in trace.stdout  # where: the roots it was given
-
-
-class Terminal:
-    """``avo ARGS`` on a real pseudo-terminal (stdin is a TTY: the run asks there)."""
-
-    def __init__(self, cwd: Path, *args: str) -> None:
-        import pty
-
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AVO_", "XDG_"))}
-        env.update({"HOME": str(cwd / "home"), "NO_COLOR": "1", "TERM": "dumb"})
-        argv = [sys.executable, "-m", "avo.cli", *args]
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: become avo
-            os.chdir(cwd)
-            os.execve(argv[0], argv, env)
-        self.seen = ""
-
-    def read_until(self, text: str, timeout: float = 120) -> str:
-        import select
-
-        deadline = time.monotonic() + timeout
-        while text not in self.seen:
-            left = deadline - time.monotonic()
-            assert left > 0, f"never saw {text!r}; the terminal showed:\n{self.seen}"
-            ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 4096)
-                except OSError:
-                    chunk = b""
-                assert chunk or text in self.seen, f"exited before {text!r}:\n{self.seen}"
-                self.seen += chunk.decode("utf-8", "replace")
-        return self.seen
-
-    def send(self, data: bytes) -> None:
-        os.write(self.fd, data)
-
-    def finish(self, timeout: float = 120) -> int:
-        import contextlib
-        import select
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.05)
-            if ready:
-                with contextlib.suppress(OSError):
-                    self.seen += os.read(self.fd, 4096).decode("utf-8", "replace")
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                os.close(self.fd)
-                return os.waitstatus_to_exitcode(status)
-        os.kill(self.pid, 9)
-        raise AssertionError(f"avo did not exit; the terminal showed:\n{self.seen}")
-
-    def kill(self) -> None:
-        import signal
-
-        os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
 
 
 def _booking_config(tmp_path: Path) -> Path:

@@ -23,9 +23,9 @@ What avo's client offers these servers (declared in ``initialize``):
 
 - roots: the run's workspace;
 - sampling, answered by the run's own provider once the run's approval seam
-  allows a call named ``mcp_sampling`` (``sampling = false`` turns it off;
-  a permission mode that would ask a person refuses it, since a pause cannot
-  hold the server's request open: allow ``mcp_sampling`` with a rule);
+  allows a call named ``mcp_sampling`` (``sampling = false`` turns it off);
+  a permission mode that would ask a person pauses the run with a yes/no
+  question, as for elicitation, and the call runs again once answered;
 - elicitation through the run's durable pause (``elicitation = false`` turns it
   off): a server asking for input mid-call makes the run ask a person and
   pause; the call runs again with the answer (see docs/mcp.md);

@@ -8,7 +8,12 @@ declared in the ``initialize`` capabilities only when it is configured:
   ``roots/list`` answers them as ``file://`` URIs.
 - ``sampling``: a handler for ``sampling/createMessage``;
   :class:`ProviderSampler` answers with an avo model provider (the run's own)
-  after the approval callback allowed it.
+  after the approval callback allowed it. When the callback says a person must
+  decide (``ask``), the request goes through the run's durable pause like an
+  elicitation: the server gets an error for now, the tool raises
+  ``ToolInputRequiredError`` with a yes/no form, the run pauses, and the call
+  runs again once someone answered; that call's sampling request runs on the
+  model if the answer allowed it.
 - ``on_progress``: receives the server's ``notifications/progress`` for a
   running tool call (avo sends a ``progressToken`` with every ``tools/call``
   when it is set).
@@ -70,6 +75,35 @@ class SamplingRequest:
     system_prompt: str | None = None
     max_tokens: int | None = None
     params: JsonDict = field(default_factory=dict)
+    call: PendingCall | None = field(default=None, compare=False, repr=False)
+    """The tool call it arrived during (None: outside a call, or several were running)."""
+
+    def excerpt(self, limit: int = 200) -> str:
+        """The last message's text, cut at ``limit`` characters (for a person deciding)."""
+        text = ""
+        for message in reversed(self.messages):
+            content = message.get("content")
+            items = content if isinstance(content, list) else [content]
+            texts = [item.get("text") for item in items if isinstance(item, dict)]
+            text = " ".join(str(t) for t in texts if t)
+            if text:
+                break
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+SAMPLING_FORM: JsonDict = {
+    "type": "object",
+    "properties": {
+        "allow": {
+            "type": "boolean",
+            "title": "Allow",
+            "description": "run the server's request on the run's model",
+        }
+    },
+    "required": ["allow"],
+}
+"""The form of the question a sampling request needing a person asks: one yes/no field."""
 
 
 @dataclass
@@ -78,7 +112,8 @@ class PendingCall:
 
     ``given``: a person's answer to the question this call's tool raised on an
     earlier run (:func:`avo.approval.tool_input`); ``asked``: the elicitation
-    that found no answer (the tool then raises ``ToolInputRequiredError``).
+    (or the sampling request's yes/no question) that found no answer (the tool
+    then raises ``ToolInputRequiredError``).
     """
 
     tool: str
@@ -210,6 +245,13 @@ class ProviderSampler:
     ``ToolCall`` named ``mcp_sampling`` whose arguments name the server and
     carry the messages, so a permission mode (or a person at a prompt) decides
     as for any tool call. A refusal answers the server with an error.
+
+    A verdict of ``ask`` pauses the run: during a tool call with no answer yet,
+    the server gets an error and the call's tool asks a person a yes/no
+    question (:data:`SAMPLING_FORM`) through the run's durable pause; the rerun's
+    sampling request runs on the model when the answer allowed it (``yes``),
+    and is refused when it did not (``no``, a denial, or nobody answering in time).
+    Outside a tool call nobody can be asked: an ``ask`` is refused.
     """
 
     def __init__(self, provider: Any, *, approval_callback: ApprovalCallback) -> None:
@@ -231,7 +273,7 @@ class ProviderSampler:
         approved = self.approval_callback(call)
         if inspect.isawaitable(approved):
             approved = await approved
-        _check_approved(request.server, approved)
+        _check_approved(request, approved)
         model_request = ModelRequest(
             run_id=f"mcp-sampling-{request.server}-{next(self._ids)}", step=1, messages=messages
         )
@@ -247,21 +289,54 @@ class ProviderSampler:
         }
 
 
-def _check_approved(server: str, verdict: Any) -> None:
-    """Raise MCPError unless the approval seam allowed the sampling request."""
+def _check_approved(request: SamplingRequest, verdict: Any) -> None:
+    """Raise MCPError unless the approval seam (or a person, for ``ask``) allowed it."""
     from avo.approval import Verdict, as_approval
 
+    server = request.server
     approval = as_approval(verdict)
     if approval.verdict is Verdict.ALLOW:
         return
-    if approval.verdict is Verdict.ASK:  # a pause cannot hold a server's request open
-        raise MCPError(
-            f"sampling request from MCP server {server!r} needs a person's approval, which a "
-            "run cannot ask mid-call; allow it with a [permission] rule for the tool "
-            "'mcp_sampling' (or a mode that allows it)"
-        )
+    if approval.verdict is Verdict.ASK:
+        _ask_about_sampling(request)
+        return
     reason = f": {approval.reason}" if approval.reason else ""
     raise MCPError(f"sampling request from MCP server {server!r} was not approved{reason}")
+
+
+def _ask_about_sampling(request: SamplingRequest) -> None:
+    """Return when a person allowed this call's sampling; else note the question and raise."""
+    server, call = request.server, request.call
+    if call is None:  # nobody can be asked outside a tool call of a run
+        raise MCPError(
+            f"sampling request from MCP server {server!r} needs a person's approval, which "
+            "can only be asked during a tool call of a run; allow it with a [permission] rule "
+            "for the tool 'mcp_sampling' (or a mode that allows it)"
+        )
+    given = call.given
+    if given is not None and not call.used:
+        call.used = True
+        content = given.content or {}
+        if given.action == "accept" and content.get("allow") is True:
+            return
+        who = {"accept": "the person said no", "decline": "the person declined"}.get(
+            given.action, "nobody answered in time"
+        )
+        why = f": {given.reason}" if given.reason else ""
+        raise MCPError(f"sampling request from MCP server {server!r} was not approved ({who}{why})")
+    if call.asked is None:
+        tokens = f", up to {request.max_tokens} tokens" if request.max_tokens else ""
+        count = len(request.messages)
+        call.asked = ElicitationRequest(
+            server,
+            f"may it use the run's model to answer {request.excerpt()!r} ({count} message"
+            f"{'s' if count != 1 else ''}{tokens})? (yes/no)",
+            dict(SAMPLING_FORM),
+        )
+    raise MCPError(
+        f"sampling request from MCP server {server!r} waits for a person's approval; "
+        "the call runs again once they answered"
+    )
 
 
 def _provider_messages(request: SamplingRequest) -> list[Any]:
@@ -284,7 +359,9 @@ def _provider_messages(request: SamplingRequest) -> list[Any]:
     return messages
 
 
-def sampling_request(server: str, params: Mapping[str, Any]) -> SamplingRequest:
+def sampling_request(
+    server: str, params: Mapping[str, Any], call: PendingCall | None = None
+) -> SamplingRequest:
     """Read ``sampling/createMessage`` params; MCPError when they are malformed."""
     messages = params.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
@@ -297,6 +374,7 @@ def sampling_request(server: str, params: Mapping[str, Any]) -> SamplingRequest:
         system_prompt=system if isinstance(system, str) else None,
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         params=dict(params),
+        call=call,
     )
 
 
@@ -338,6 +416,7 @@ __all__ = [
     "ProgressUpdate",
     "ProviderSampler",
     "ReplyElicitation",
+    "SAMPLING_FORM",
     "ask_person",
     "SamplingHandler",
     "SamplingRequest",

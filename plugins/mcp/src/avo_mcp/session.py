@@ -346,8 +346,8 @@ class MCPSession(abc.ABC):
         """Answer one request the server sent (ping, roots, sampling); never raises.
 
         ``call``: the tool call it arrived with, when the transport can tell (the
-        answer stream of that call's request); else an elicitation belongs to the
-        only call in flight, if there is exactly one.
+        answer stream of that call's request); else an elicitation or a sampling
+        request belongs to the only call in flight, if there is exactly one.
         """
         request_id = message.get("id")
         method = message.get("method")
@@ -357,12 +357,12 @@ class MCPSession(abc.ABC):
                 return result_response(request_id, {})
             if method == "roots/list" and self.features.roots is not None:
                 return result_response(request_id, {"roots": self.features.root_list()})
+            if call is None and len(self._calls) == 1:
+                call = self._calls[0]
             if method == "sampling/createMessage" and self.features.sampling is not None:
-                request = sampling_request(self.name, params)
+                request = sampling_request(self.name, params, call)
                 return result_response(request_id, await self.features.sampling(request))
             if method == "elicitation/create" and self.features.elicitation is not None:
-                if call is None and len(self._calls) == 1:
-                    call = self._calls[0]
                 asked = elicitation_request(self.name, params, call)
                 return result_response(request_id, await self.features.elicitation(asked))
         except Exception as exc:
