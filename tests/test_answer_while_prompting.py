@@ -134,3 +134,50 @@ async def test_a_prompt_answer_that_comes_second_is_not_recorded(tmp_path: Path)
     ]
     await store.close()
     await shell.close()
+
+
+class CountingStore(avo_sqlite.SQLiteEventStore):  # type: ignore[misc,name-defined]
+    """The real SQLite store, noting which reads of the log it serves."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.whole: list[str] = []
+        self.tails: list[int] = []
+
+    async def get_events(self, run_id: str) -> Any:
+        self.whole.append(run_id)
+        return await super().get_events(run_id)
+
+    async def get_events_after(self, run_id: str, after: int) -> Any:
+        self.tails.append(after)
+        return await super().get_events_after(run_id, after)
+
+
+async def test_the_waiting_prompt_reads_only_the_logs_tail(tmp_path: Path) -> None:
+    """While the prompt waits it reads the events after the last one it saw, never the log."""
+    store = CountingStore(tmp_path / "runs.db")
+    shell = avo_sqlite.SQLiteEventStore(tmp_path / "runs.db")
+    pushed: list[str] = []
+    whole_while_waiting: list[int] = []
+
+    async def other_shell() -> None:
+        while not (requests := await pending_requests(shell, "r1")):
+            await asyncio.sleep(0.05)
+        asked = [e for e in await shell.get_events("r1")][-1].sequence
+        whole_before = len(store.whole)
+        deadline = asyncio.get_running_loop().time() + 30
+        while len([t for t in store.tails if t >= asked]) < 3:  # a few polls go by
+            if asyncio.get_running_loop().time() > deadline:
+                break  # (the assertions below say what was read instead)
+            await asyncio.sleep(0.05)
+        whole_while_waiting.append(len(store.whole) - whole_before)
+        await approve(shell, "r1", requests[0].tool_call_id, by="ana", via="cli")
+
+    prompt = Prompt()
+    result, _ = await asyncio.gather(_drive(store, _runtime(store, pushed, prompt)), other_shell())
+    assert result.status is RunState.COMPLETED and pushed == ["main"]
+    assert prompt.notices and "approved by ana via cli" in prompt.notices[0]
+    assert whole_while_waiting == [0]  # no whole-log read while the prompt waited
+    assert store.tails and min(store.tails) > 0  # each poll starts after what it had seen
+    await store.close()
+    await shell.close()

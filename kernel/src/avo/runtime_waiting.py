@@ -4,7 +4,9 @@ A run paused for a person asks its answerer (a terminal prompt, a chat) for
 each open request. While an answerer that waits (returns an awaitable) is
 waiting, the run gives up its lease (:func:`avo.ops.leases.lease_given_up`),
 so ``avo runs approve|deny|answer`` from another shell can record an answer,
-and watches its log for one. Whichever answer is recorded first wins, once:
+and watches its log for one (reading only the events after the last one it
+saw: :func:`avo.storage.base.events_after`). Whichever answer is recorded
+first wins, once:
 
 - an answer recorded elsewhere first cancels the prompt; the answerer is told
   (its ``notice(text)``, if it has one) and the run continues here;
@@ -66,10 +68,9 @@ async def catch_up(rt: AgentRuntime, ctx: _RunContext) -> None:
     Raises :class:`_Elsewhere` when the log holds anything else new (another
     process resumed the run).
     """
-    events = await rt.event_store.get_events(ctx.run_id)
-    for event in events:
-        if event.sequence <= ctx.log.last_sequence:
-            continue
+    from avo.storage.base import events_after
+
+    for event in await events_after(rt.event_store, ctx.run_id, ctx.log.last_sequence):
         if not _an_answer(ctx, event):
             raise _Elsewhere(event.event_type.value)
         ctx.log.apply(event)

@@ -114,4 +114,29 @@ class BatchEventStore(Protocol):
         ...
 
 
-__all__ = ["BatchEventStore", "EventStore"]
+@runtime_checkable
+class EventTailStore(Protocol):
+    """The optional read of a run's newest events: those after a sequence one has seen.
+
+    Whoever follows a live run (a prompt waiting for an answer given elsewhere,
+    a page streaming a run) reads only what is new instead of the whole log.
+    Contract: the run's events with ``sequence > after``, in ascending
+    sequence ([] for an unknown run or when nothing is newer).
+    """
+
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        """The run's events whose sequence is greater than ``after``."""
+        ...
+
+
+async def events_after(store: EventStore, run_id: str, after: int) -> list[AgentEvent]:
+    """The events of ``run_id`` after sequence ``after``: the store's own tail read when it
+    has one (:class:`EventTailStore`), else its whole log, filtered."""
+    read = getattr(store, "get_events_after", None)
+    if callable(read):
+        events: list[AgentEvent] = await read(run_id, after)
+        return events
+    return [event for event in await store.get_events(run_id) if event.sequence > after]
+
+
+__all__ = ["BatchEventStore", "EventStore", "EventTailStore", "events_after"]

@@ -207,6 +207,10 @@ class InMemoryEventStore(InMemorySessions):
     async def get_events(self, run_id: str) -> list[AgentEvent]:
         return [_unpack(run_id, row) for row in self._events.get(run_id, ())]
 
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        rows = self._events.get(run_id, [])  # sequences 1..n, gapless
+        return [_unpack(run_id, row) for row in rows[max(after, 0) :]]
+
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         return self._checkpoints.get(run_id)
 

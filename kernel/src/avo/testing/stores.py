@@ -172,6 +172,16 @@ class EventStoreConformance(BatchConformance, HazardConformance, SessionConforma
         assert _sequences(await store.get_events(first)) == [1, 2, 3, 4, 5]
         assert _sequences(await store.get_events(second)) == [1, 2, 3, 4]
 
+    async def test_events_after_a_sequence_are_the_logs_tail(self, store: EventStore) -> None:
+        _require(store, "get_events_after")  # optional: avo.storage.base.EventTailStore
+        run_id = await start_run(store)
+        await store.append_event(event(run_id, EventType.MODEL_REQUESTED, step=2))
+        everything = await store.get_events(run_id)
+        tail = store.get_events_after  # type: ignore[attr-defined]
+        for after in (0, 1, 3, 4, 5, 9):
+            assert await tail(run_id, after) == [e for e in everything if e.sequence > after]
+        assert await tail("nope", 0) == []
+
     async def test_concurrent_appends_get_unique_gapless_sequences(self, store: EventStore) -> None:
         run_id = await start_run(store)
         stored = await asyncio.gather(

@@ -262,6 +262,10 @@ class FencedPostgresStore:
         """As the store's."""
         return await self._store.get_events(run_id)
 
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        """As the store's."""
+        return await self._store.get_events_after(run_id, after)
+
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """As the store's."""
         return await self._store.get_latest_checkpoint(run_id)

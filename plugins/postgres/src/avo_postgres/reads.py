@@ -65,6 +65,20 @@ class StoreReads:
         )
         return [decode_event(row) for row in rows]
 
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        """The run's events with a sequence above ``after``, ascending (a live run's tail)."""
+        rows = await self._read(
+            f"reading the events of run {run_id}",
+            lambda conn: conn.fetch(
+                "SELECT run_id, sequence, event_id, event_type, created_at, payload, "
+                "parent_event_id FROM avo_events WHERE run_id = $1 AND sequence > $2 "
+                "ORDER BY sequence",
+                run_id,
+                after,
+            ),
+        )
+        return [decode_event(row) for row in rows]
+
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """The run's latest checkpoint in full (one consistent snapshot), or None."""
 

@@ -39,14 +39,14 @@ class ReadOps:
         self._busy_timeout(BUSY_TIMEOUT_MS)  # a read may wait (rarely, in WAL mode)
         return _ReadGuard(self.path, action)
 
-    def _events(self, run_id: str, key: int | None) -> list[AgentEvent]:
+    def _events(self, run_id: str, key: int | None, after: int = 0) -> list[AgentEvent]:
         if key is None:
             return []
         low, high = key_range(key)
         rows = self.conn.execute(
             "SELECT event_key, event_id, event_type, created_us, payload, parent_event_id"
             " FROM events WHERE event_key BETWEEN ? AND ? ORDER BY event_key",
-            (low, high),
+            (low + after + 1 if after > 0 else low, high),  # key = low + sequence
         ).fetchall()
         events = []
         for row in rows:
@@ -67,6 +67,10 @@ class ReadOps:
     def get_events(self, run_id: str) -> list[AgentEvent]:
         with self._read("reading events"):
             return self._events(run_id, self._key(run_id, refresh=True))
+
+    def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        with self._read("reading events"):
+            return self._events(run_id, self._key(run_id, refresh=True), after)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         with self._read("reading a run"):

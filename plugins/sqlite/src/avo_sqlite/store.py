@@ -228,6 +228,10 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
         """The run's events in ascending sequence."""
         return await self._call(self._core.get_events, run_id)
 
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        """The run's events with a sequence above ``after``, ascending (a live run's tail)."""
+        return await self._call(self._core.get_events_after, run_id, after)
+
     async def query_runs(self, query: Any) -> Any:
         """One page of the runs matching ``query`` (an ``avo.storage.queries.RunQuery``)."""
         from avo_sqlite.run_queries import query_page
@@ -381,6 +385,10 @@ class FencedSQLiteEventStore:
     async def get_events(self, run_id: str) -> list[AgentEvent]:
         """get_events of the underlying store."""
         return await self.store.get_events(run_id)
+
+    async def get_events_after(self, run_id: str, after: int) -> list[AgentEvent]:
+        """get_events_after of the underlying store."""
+        return await self.store.get_events_after(run_id, after)
 
     async def get_latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         """get_latest_checkpoint of the underlying store."""

@@ -36,6 +36,7 @@ from avo.events import TERMINAL_EVENT_TYPES
 from avo.exceptions import AvoError
 from avo.ops.approval import open_requests
 from avo.state import RunState, StopReason, is_terminal
+from avo.storage import events_after
 from avo.storage.queries import MAX_PAGE, RunQuery, query_runs, run_facet_values
 from avo_ui import timeline
 from avo_ui.security import Guard, GuardMiddleware
@@ -333,9 +334,9 @@ async def run_stream(request: Request) -> Response:
         while True:
             if await request.is_disconnected():
                 return
-            events = await ui.store.get_events(run_id)
-            fresh = [e for e in events if e.sequence > seen]
+            fresh = await events_after(ui.store, run_id, seen)  # only what is new
             if fresh:
+                events = await ui.store.get_events(run_id)
                 open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
                 builder = timeline.Builder(open_calls, prices=ui.prices)
                 for event in events:
