@@ -263,3 +263,51 @@ def test_an_mcp_servers_progress_shows_in_the_chat(place: Place) -> None:
     term.wait_for("counted")
     term.ctrl("d")
     assert term.wait_exit() == 0
+
+
+ELSEWHERE_CONFIG = CONFIG.replace(
+    "[store]", '[[provider.settings.script]]\ncontent = "hello again"\n\n[store]'
+)
+
+
+def _avo(place: Place, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "avo.cli", *args],
+        cwd=place.workspace,
+        env=place.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_an_approval_answered_from_another_shell_is_said_and_the_run_goes_on(
+    place: Place,
+) -> None:
+    """The chat asks; `avo runs approve` in another shell answers first: the chat withdraws
+    its prompt, says in one line who approved which call, and continues the run; the next
+    line typed is an ordinary message again (nothing was left waiting for it)."""
+    place.config(ELSEWHERE_CONFIG)
+    (place.workspace / "notes.md").write_text("alpha\nbeta\n")
+    term = place.terminal("chat")
+    term.wait_for("/help lists commands")
+    term.enter("capitalise beta")
+    term.wait_for("approve? y / n")
+    listed = _avo(place, "runs", "list", "--pending", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [waiting] = json.loads(listed.stdout)
+    run_id, call_id = str(waiting["run_id"]), str(waiting["tool_call_id"])
+    approved = _avo(place, "runs", "approve", run_id, call_id, "--by", "bob")
+    assert approved.returncode == 0, approved.stderr
+    term.wait_for(
+        f"answered elsewhere: write_file (call {call_id[:8]}) was approved by bob via cli"
+    )
+    term.wait_for("✓ write_file")
+    term.wait_for("updated notes.md")
+    assert (place.workspace / "notes.md").read_text() == "alpha\nBETA\n"
+    term.enter("thanks")  # a message, not an answer to the withdrawn prompt
+    term.wait_for("hello again")
+    term.ctrl("d")
+    assert term.wait_exit() == 0
+    assert [r["state"] for r in place.runs()] == ["completed", "completed"]

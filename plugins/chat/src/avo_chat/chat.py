@@ -61,6 +61,28 @@ class Overrides:
     instructions: list[str] = field(default_factory=list)
 
 
+class ChatAnswerer:
+    """The chat as a run's answerer: asks inline (:meth:`Chat.answer`) and, when the
+    question was answered elsewhere first (another shell, the web UI), says in one line
+    who answered and how before the run goes on (the kernel withdraws the prompt)."""
+
+    def __init__(self, chat: Chat) -> None:
+        self.chat = chat
+        self.asked: dict[str, str] = {}  # call id -> tool name, of the requests asked here
+
+    async def __call__(self, request: HumanRequest) -> Answer | None:
+        self.asked[request.tool_call_id] = request.tool_name
+        return await self.chat.answer(request)
+
+    def notice(self, text: str) -> None:
+        """What happened to the request asked here (``call X was approved by bob via cli``)."""
+        for call_id, name in self.asked.items():
+            text = text.replace(f"call {call_id} ", f"{name} (call {call_id[:8]}) ", 1)
+        if not text.startswith(("not recorded", "run ")):
+            text = f"answered elsewhere: {text}"
+        self.chat.screen.say(text, style="warn")
+
+
 class Chat:
     """The state of one chat and the operations its front ends and commands call."""
 
@@ -89,6 +111,7 @@ class Chat:
         self._next: list[str] = []
         self._pricer: Pricer | None = None
         self.ours: set[str] = set()  # runs the current runtime's provider has driven
+        self.answerer = ChatAnswerer(self)
 
     # -- composition ------------------------------------------------------------------
 
@@ -137,7 +160,7 @@ class Chat:
         if self.store is not None:
             options["event_store"] = self.store
             options["manager"] = self.manager
-        options["answerer"] = self.answer  # a pause for a person is asked here, inline
+        options["answerer"] = self.answerer  # a pause for a person is asked here, inline
         composition = compose(**options)
         if self.store is None:
             self.store = composition.event_store
@@ -302,7 +325,7 @@ class Chat:
                 stream_callback=self.screen.stream,
                 owner=owner_name("avo-chat"),
                 on_composed=composed,
-                answerer=self.answer,
+                answerer=self.answerer,
             ),
         )
 

@@ -51,6 +51,19 @@ class LineReader:
             self._lines.put(None)  # every later call sees the end too
         return line
 
+    async def next_line(self, poll: float = 0.05) -> str | None:
+        """The next line, awaited without a thread of its own: a wait that is cancelled (a
+        prompt withdrawn because someone answered elsewhere) takes no line from the next."""
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                await asyncio.sleep(poll)
+                continue
+            if line is None:
+                self._lines.put(None)
+            return line
+
 
 class PlainScreen:
     """A :class:`~avo_chat.screen.Screen` for pipes."""
@@ -125,7 +138,7 @@ class PlainScreen:
         return None
 
     async def _line(self) -> str | None:
-        return await asyncio.to_thread(self.reader.get)
+        return await self.reader.next_line()
 
     async def ask_approval(self, request: HumanRequest, preview: Preview) -> Answer | None:
         if preview.kind == "question":

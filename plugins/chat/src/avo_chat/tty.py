@@ -175,8 +175,13 @@ class TerminalUI:
 
     async def _ask(self, prompt: str) -> str | None:
         future: concurrent.futures.Future[str | None] = concurrent.futures.Future()
-        self._ui(self._set_question, _Question(prompt, future))
-        return await asyncio.wrap_future(future)
+        question = _Question(prompt, future)
+        self._ui(self._set_question, question)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:  # withdrawn (answered elsewhere): stop asking
+            self._ui(self._withdraw_question, question)
+            raise
 
     # -- the UI thread's side -------------------------------------------------------
 
@@ -241,6 +246,11 @@ class TerminalUI:
     def _set_question(self, question: _Question) -> None:
         self.question = question
         self.app.invalidate()
+
+    def _withdraw_question(self, question: _Question) -> None:
+        if self.question is question:
+            self.question = None
+            self.app.invalidate()
 
     @property
     def busy(self) -> bool:
