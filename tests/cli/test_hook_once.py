@@ -5,9 +5,9 @@ and rewrites the call's arguments, then pauses for approval and exits;
 ``avo runs approve`` and ``avo runs resume`` (two more processes) finish the
 run. The hook ran once, and the tool ran with the hook's arguments.
 
-The store is not named ``*.db``: ``avo replay`` (test_zz_replay) runs no hooks,
-so a run whose hook rewrote arguments replays with the model's arguments and
-diverges; playing recorded hook outcomes back is not done yet.
+``avo replay`` runs no hooks: it plays back the arguments the hook gave (recorded
+with the call's approval), so the run replays without divergence and the hook
+is not run again (test_zz_replay replays this store too).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ CONFIG = """
 tools = [{name = "write_file", settings = {workspace = "."}}]
 hooks = [{name = "command", settings = {command = ["python3", "hook.py"], name = "checker"}}]
 [store]
-location = "runs.sqlite"
+location = "runs.db"
 [provider]
 name = "fake"
 [[provider.settings.script]]
@@ -55,3 +55,6 @@ def test_a_rewriting_hook_runs_once_across_a_pause_and_a_resume(cli: CLI) -> Non
     assert (cli.cwd / "notes.md").read_text() == "hello\nchecked\n"  # rewritten once
     calls = (cli.cwd / "hook-calls.log").read_text().splitlines()
     assert calls == [f"{row['tool_call_id']} again=False"]  # the hook saw the call once
+    replayed = cli("replay", run_id)
+    assert replayed.code == 0 and replayed.out.startswith(f"{run_id}  ok  ("), replayed.out
+    assert (cli.cwd / "hook-calls.log").read_text().splitlines() == calls  # no hook ran

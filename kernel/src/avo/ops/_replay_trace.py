@@ -17,7 +17,10 @@ the bookkeeping is taken out, so both are reduced to the same trace:
 * a person's answers (``human_input_received``) are played back, not
   compared; who decided a call (``decided_by``, ``blocked_by``) is not
   compared either (replay decides from the recording: no hooks, no people),
-  while the decision, its rule and its reason are;
+  while the decision, its rule and its reason are; nor whether an approval
+  says its arguments came from a hook (``hook_arguments``: a run resumed in
+  another process says so, one answered in place does not; replay answers in
+  place), while the arguments are;
 * values that differ on every run are dropped: durations, timestamps,
   elapsed seconds, checkpoint ids; a ``model_failed`` keeps its step, retry
   flag and error count (its text came from a provider that replay does not
@@ -100,6 +103,9 @@ def _entry(event: AgentEvent) -> dict[str, Any] | None:
         payload.pop("risk", None)  # the tool's declared risk: replay does not load tools
     elif kind is EventType.TOOL_APPROVED:
         payload.pop("decided_by", None)  # replay decides from the recording, not the parties
+        # a hook's arguments are compared; whether an approval restated them (a run resumed
+        # elsewhere does, one answered in place does not) is not
+        payload.pop("hook_arguments", None)
     elif kind is EventType.TOOL_DENIED:
         payload.pop("blocked_by", None)
     if kind is EventType.STATE_CHANGED:

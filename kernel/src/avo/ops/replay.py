@@ -10,7 +10,9 @@ names the first event where today's code does something else: how a user
 tests an upgrade against yesterday's runs.
 
 Nothing outside the process is touched: no provider, no tool, no hook, no
-notifier; the stored run is only read.
+notifier; the stored run is only read. What a pre-tool hook did to a call's
+arguments is played back from the log (``hook_arguments: "exact"`` on the
+call's approval or request), so the replayed call is the one that ran.
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ class _Recording:
         self.approvals: dict[str, Any] = {}  # call id -> the recorded avo.approval.Approval
         self.answers: dict[tuple[str, str], dict[str, Any]] = {}  # (call id, kind) -> answer
         self.inputs: dict[str, dict[str, Any]] = {}  # call id -> the question its tool raised
+        self.hook_arguments: dict[str, dict[str, Any]] = {}  # call id -> what a hook gave it
+        self.hooks_masked: set[str] = set()  # calls whose hook-given arguments the log masked
         self.tools: dict[str, ToolMetadata] = {}
         self.provider: tuple[Any, Any] | None = None
         self.call_ids: list[str] = []  # the ids the runtime minted, in order
@@ -176,6 +180,8 @@ class _Recording:
                 name = str(payload.get("name"))
                 if payload.get("kind") == "question" and name in self.tools:
                     self.tools[name] = self.tools[name].model_copy(update={"asks_human": True})
+            if kind in (EventType.TOOL_APPROVED, EventType.HUMAN_INPUT_REQUESTED):
+                self._hook_outcome(payload)
             if kind is EventType.TOOL_REQUESTED:
                 name = str(payload.get("name"))
                 self.tools.setdefault(
@@ -186,6 +192,37 @@ class _Recording:
                         input_schema={"type": "object"},
                     ),
                 )
+
+    def _hook_outcome(self, payload: Mapping[str, Any]) -> None:
+        """Note the arguments a pre-tool hook gave a call (recorded with its decision)."""
+        call_id = str(payload.get("tool_call_id"))
+        arguments = payload.get("arguments")
+        if call_id in self.hook_arguments or call_id in self.hooks_masked:
+            return  # the first decision's (a later event of the call repeats them)
+        if payload.get("hook_arguments") == "exact" and isinstance(arguments, dict):
+            self.hook_arguments[call_id] = dict(arguments)
+        elif payload.get("hook_arguments") == "redacted":
+            self.hooks_masked.add(call_id)
+
+    def hooks(self) -> Any:
+        """A hook registry that plays the recorded rewrites back (None: no call was rewritten).
+
+        It stands in for the run's PRE_TOOL_USE hooks, which replay never runs: a
+        call a hook rewrote gets the arguments the log recorded for it, any
+        other call goes through as the model sent it.
+        """
+        if not self.hook_arguments:
+            return None
+        from avo.hooks import HookContext, HookDecision, HookEvent, HookRegistry
+
+        def played_back(context: HookContext) -> HookDecision:
+            call = context.tool_call
+            given = self.hook_arguments.get(call.tool_call_id) if call is not None else None
+            return HookDecision(modified_args=dict(given)) if given is not None else HookDecision()
+
+        registry = HookRegistry()
+        registry.register(HookEvent.PRE_TOOL_USE, played_back)
+        return registry
 
     def answer(self, request: Any) -> Answer | None:
         """A person's recorded answer to ``request`` (None: nobody answered it)."""
@@ -441,6 +478,7 @@ async def replay(
         event_store=memory_store,
         approval_callback=lambda call: recording.approvals.get(call.tool_call_id, True),
         answerer=recording.answer,
+        hooks=recording.hooks(),  # the recorded rewrites of pre-tool hooks, played back
         budget=_budget(record, environ),
         environ=environ,
         # attachments are read (never written) from the recording store's blobs
@@ -463,6 +501,11 @@ async def replay(
     if recording.not_replayed:
         kinds = ", ".join(sorted(recording.not_replayed))
         notes.append(f"not compared: {kinds} (replay runs no hooks or request shapers)")
+    if recording.hooks_masked:
+        notes.append(
+            f"{len(recording.hooks_masked)} call(s) had arguments from a hook that the log masked"
+            " (a secret); they replay with the model's arguments"
+        )
     if 1 in recording.steering:
         notes.append("a message steered into step 1 cannot be replayed (it came before any call)")
     replayed_events = await memory_store.get_events(run_id)
