@@ -181,7 +181,7 @@ def test_an_mcp_servers_form_is_answered_from_the_runs_page(workspace: Workspace
     try:
         status, _, page = _get(server.url, f"/runs/{run['run_id']}")
         assert status == 200 and "Which day should I book Ito?" in page
-        assert "answer a JSON object: date (a string, required)" in page
+        assert 'data-field="date"' in page and 'name="f.seats"' in page  # the form's fields
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
         call_id = re.search(r'name="call_id" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
         path = f"/runs/{run['run_id']}/answer"

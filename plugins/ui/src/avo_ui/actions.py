@@ -1,7 +1,8 @@
 """What a person can do from the UI, each the kernel operation the CLI runs.
 
 approve / deny / answer a question (``avo.ops.approve`` / ``deny`` /
-``answer``, then optionally
+``answer``; a tool's form is posted field by field, :mod:`avo_ui.forms`;
+then optionally
 ``avo.ops.resume`` to continue), cancel (``avo.ops.cancel``), resume
 (``avo.ops.resume``), steer (``avo.ops.steer`` into the run this server
 drives), and start a run from a task with the workspace's avo.toml
@@ -26,6 +27,7 @@ from avo_ui.app import UI, _run_or_404, _ui
 
 ACTIONS = ("approve", "deny", "answer", "cancel", "resume", "steer")
 MAX_TASK = 100_000
+MAX_GIVEN = 4_000  # a refused form's values shown again (longer ones are not)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -40,10 +42,13 @@ async def _form(request: Request) -> dict[str, str]:
     return values
 
 
-def _back(run_id: str, error: str | None = None) -> Response:
+def _back(run_id: str, error: str | None = None, given: tuple[str, str] | None = None) -> Response:
+    """Back to the run's page; ``given``: (call id, the refused form's JSON) to show again."""
     target = f"/runs/{run_id}"
     if error:
         target += "?error=" + quote(error)
+        if given is not None and len(given[1]) <= MAX_GIVEN:
+            target += "&call=" + quote(given[0]) + "&given=" + quote(given[1])
     return RedirectResponse(target, 303)
 
 
@@ -69,6 +74,17 @@ def _resume(ui: UI, run_id: str) -> None:
     _drive(ui, run_id, resume(ui.store, run_id, environ=ui.environ, owner=owner_name("avo-ui")))
 
 
+async def _form_answer(ui: UI, request: Request, run_id: str, call_id: str | None) -> str:
+    """The posted fields of a tool's form as the JSON object ``avo.ops.answer`` reads."""
+    from avo.ops import pending_requests
+    from avo_ui.forms import answer_text
+
+    asked = [r for r in await pending_requests(ui.store, run_id) if r.tool_call_id == call_id]
+    if not asked or asked[0].schema is None:
+        return "{}"  # answered meanwhile (or no form): avo.ops.answer says what happened
+    return answer_text(asked[0].schema, await request.form())
+
+
 async def act(request: Request) -> Response:
     ui = _ui(request)
     run_id, action = request.path_params["run_id"], request.path_params["action"]
@@ -90,11 +106,17 @@ async def act(request: Request) -> Response:
                 _resume(ui, run_id)
         elif action == "answer":
             text = values.get("text", "").strip()
+            if values.get("form"):  # a tool's form: its fields make the JSON object it takes
+                text = await _form_answer(ui, request, run_id, call_id)
             if not text:
                 return _back(run_id, "the answer is empty; type what the tool should return")
-            await ops.answer(
-                ui.store, run_id, text, call_id, by="web", via="web", environ=ui.environ
-            )
+            try:
+                await ops.answer(
+                    ui.store, run_id, text, call_id, by="web", via="web", environ=ui.environ
+                )
+            except AvoError as exc:
+                kept = (call_id or "", text) if values.get("form") else None
+                return _back(run_id, str(exc), kept)
             if values.get("continue") and not await ops.pending_requests(ui.store, run_id):
                 _resume(ui, run_id)
         elif action == "cancel":

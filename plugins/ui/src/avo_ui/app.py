@@ -293,6 +293,13 @@ async def run_page(request: Request) -> Response:
     open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
     show_all = request.query_params.get("all") == "1"
     built = timeline.build(events, open_calls, quiet=show_all, prices=ui.prices)
+    given, call = request.query_params.get("given"), request.query_params.get("call")
+    if given and call:  # a refused form answer: its fields show what was typed
+        from avo_ui.forms import refill
+
+        for item in built.items:
+            if item.form and item.call_id == call:
+                item.form = refill(item.form, given)
     render = ui.stream if len(built.items) > STREAM_ITEMS else ui.render
     return render(
         "run.html",

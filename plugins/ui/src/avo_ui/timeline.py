@@ -69,6 +69,10 @@ class Item:
     open_request: bool = False
     question: bool = False
     choices: list[str] = field(default_factory=list)
+    form: list[Any] = field(default_factory=list)
+    """A tool's question with a form: its fields (``avo_ui.forms.FormField``)."""
+    declinable: bool = False
+    """A tool's question (rule ``tool_input``): it may be declined."""
 
 
 @dataclass
@@ -314,15 +318,18 @@ class Builder:
         if p.get("expires_at"):
             meta.append(f"expires {p['expires_at']}")
         text = str(p.get("question") or p.get("reason") or "")
+        form = []
         if question and isinstance(p.get("schema"), Mapping):  # a tool's form (MCP elicitation)
-            from avo.forms import describe_form
+            from avo_ui.forms import form_fields
 
-            text += f"\nanswer a JSON object: {describe_form(p['schema'])}"
+            form = form_fields(p["schema"])
         return Item(
             kind="ask",
             title=(f"question from {name}" if question else f"approve {name}?"),
             text=text,
-            details=short_json(args, 600),
+            details=None if form else short_json(args, 600),  # a form asks its own question
+            form=form,
+            declinable=p.get("rule") == "tool_input",
             diff=diff,
             meta=meta,
             call_id=call_id,
