@@ -311,3 +311,52 @@ def test_an_approval_answered_from_another_shell_is_said_and_the_run_goes_on(
     term.ctrl("d")
     assert term.wait_exit() == 0
     assert [r["state"] for r in place.runs()] == ["completed", "completed"]
+
+
+def test_over_a_pipe_an_approval_answered_elsewhere_takes_no_line_from_the_next_entry(
+    place: Place,
+) -> None:
+    """`avo chat` on pipes: the approval waits for its input line; `avo runs approve` in
+    another shell answers first. The chat says so on stderr and goes on, and the next line
+    written to its stdin is the next message (the withdrawn prompt does not swallow it)."""
+    import time
+
+    place.config(ELSEWHERE_CONFIG)
+    (place.workspace / "notes.md").write_text("alpha\nbeta\n")
+    err_path = place.workspace.parent / "chat-err.txt"
+    with err_path.open("w") as err:
+        chat = subprocess.Popen(
+            [sys.executable, "-m", "avo.cli", "chat"],
+            cwd=place.workspace,
+            env=place.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        try:
+            assert chat.stdin is not None and chat.stdout is not None
+            chat.stdin.write("capitalise beta\n")
+            chat.stdin.flush()
+            deadline = time.monotonic() + 60
+            while "[y/N/a=always]" not in err_path.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "approve write_file notes.md?" in err_path.read_text()
+            [waiting] = json.loads(_avo(place, "runs", "list", "--pending", "--json").stdout)
+            run_id, call_id = str(waiting["run_id"]), str(waiting["tool_call_id"])
+            approved = _avo(place, "runs", "approve", run_id, call_id, "--by", "bob")
+            assert approved.returncode == 0, approved.stderr
+            said = (
+                f"answered elsewhere: write_file (call {call_id[:8]}) was approved by bob via cli"
+            )
+            while said not in err_path.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert said in err_path.read_text()
+            out, _ = chat.communicate("thanks\n", timeout=60)  # the next entry, then the end
+        finally:
+            if chat.poll() is None:
+                chat.kill()
+                chat.wait(10)
+    assert chat.returncode == 0, err_path.read_text()
+    assert "updated notes.md" in out and "hello again" in out, out
+    assert (place.workspace / "notes.md").read_text() == "alpha\nBETA\n"
