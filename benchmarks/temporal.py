@@ -2,9 +2,10 @@
 
 Every configuration runs the same work on the same kind of store: RUNS runs of
 the fake ``loop`` model's tool loop, CALLS non-idempotent ``append_line`` calls
-each, then an answer. In process, one runtime drives the runs concurrently
-(asyncio); on Temporal, K ``avo worker --engine temporal`` processes share them
-through a dev server started here on a free port. Configurations are measured
+each, then an answer. In process, the runs are driven concurrently (asyncio),
+each by a runtime of its own (a runtime drives one run at a time); on
+Temporal, K ``avo worker --engine temporal`` processes share them through a
+dev server started here on a free port. Configurations are measured
 in interleaved rounds (the machine is shared: compare ratios from one run); the
 best round of each is printed.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -75,15 +77,31 @@ class _Fleet(Fleet):
         return env
 
 
-async def _in_process(fleet: Fleet, runs: int) -> float:
-    """Seconds to drive ``runs`` runs concurrently in this process."""
+async def _in_process(fleet: _Fleet, runs: int) -> float:
+    """Seconds to drive ``runs`` runs concurrently in this process, one runtime each.
+
+    One ``AgentRuntime`` drives one run at a time (its lock), so concurrent runs
+    need a runtime each, as the web UI composes one per run; all share one open
+    store. The runtimes are composed before the clock starts (a server would
+    keep them ready; the workers compose theirs once at start).
+    """
     if str(fleet.plugins) not in sys.path:
         sys.path.insert(0, str(fleet.plugins))
     resolved = resolve_config(fleet.config, environ={}, user=False)
-    async with compose(resolved=resolved, workspace=str(fleet.root)) as made:
-        started = time.perf_counter()
-        await asyncio.gather(*(made.runtime.run(f"ip-{new_id()}") for _ in range(runs)))
-        return time.perf_counter() - started
+    store = open_store(fleet.store, settings=fleet.settings)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            made = [
+                await stack.enter_async_context(
+                    compose(resolved=resolved, event_store=store, workspace=str(fleet.root))
+                )
+                for _ in range(runs)
+            ]
+            started = time.perf_counter()
+            await asyncio.gather(*(one.runtime.run(f"ip-{new_id()}") for one in made))
+            return time.perf_counter() - started
+    finally:
+        await store.close()
 
 
 async def _on_temporal(fleet: Fleet, runs: int, prefix: str) -> float:

@@ -255,5 +255,7 @@ def test_avo_worker_says_what_is_missing(
     assert "the in-process engine has no workers" in capsys.readouterr().err
     assert main(["worker", "--engine", "in-process", "--concurrency", "0"]) == 2
     assert "--concurrency 0: give a positive number" in capsys.readouterr().err
+    assert main(["worker", "--engine", "in-process", "--stop-seconds", "-1"]) == 2
+    assert "--stop-seconds -1: give how many seconds (0 to 3600)" in capsys.readouterr().err
     assert main(["worker", "--engine", "warp"]) == 2
     assert "'warp'" in capsys.readouterr().err

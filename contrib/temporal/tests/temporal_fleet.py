@@ -106,6 +106,7 @@ class Fleet:
                 "worker",
                 "--engine",
                 "temporal",
+                "--exit-with-parent",  # a killed test or benchmark leaves no worker behind
                 *extra,
             ],
             cwd=self.root,

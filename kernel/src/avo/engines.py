@@ -72,12 +72,18 @@ class RunSubmission:
 
 @dataclass(frozen=True)
 class WorkerOptions:
-    """What ``avo worker`` passes an engine: the configuration its runtime is composed from."""
+    """What ``avo worker`` passes an engine: the configuration its runtime is composed from.
+
+    ``stop_seconds``: once asked to stop (``serve`` cancelled), how long calls
+    in flight may take to finish before the engine hands them back to other
+    workers (``avo worker --stop-seconds``; the engine's default when None).
+    """
 
     resolved: ResolvedConfig
     workspace: str | None = None
     task_queue: str | None = None
     concurrency: int | None = None
+    stop_seconds: float | None = None
 
 
 @runtime_checkable
@@ -101,7 +107,11 @@ class Engine(Protocol):
         ...
 
     async def serve(self, options: WorkerOptions) -> None:
-        """Serve as a worker until cancelled (``avo worker``): drive the runs handed to it."""
+        """Serve as a worker until cancelled (``avo worker``): drive the runs handed to it.
+
+        Cancelled means stop: take no new work, let calls in flight finish for
+        up to ``options.stop_seconds``, hand the rest back, then return.
+        """
         ...
 
 

@@ -20,6 +20,8 @@ class WorkerContext:
     runtime: Any
     settings: TemporalSettings
     plugins: Any = None
+    provider_state: dict[str, Any] | None = None
+    """The state the worker's provider was composed with, if it keeps one (else None)."""
 
 
 _BY_QUEUE: dict[str, WorkerContext] = {}

@@ -24,10 +24,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from avo.events import AgentEvent
-from avo.exceptions import AvoError, EventInvariantError, SessionError, StorageError
+from avo.exceptions import (
+    AvoError,
+    EventInvariantError,
+    SessionError,
+    StorageError,
+    UnsafeResumeError,
+)
 from avo.models import Checkpoint, ModelRequest, RunRecord, ToolCall, ToolEffect
 from avo.providers.streaming import StreamAssembler
 from avo.redaction import StreamRedactor
@@ -65,6 +71,33 @@ async def heartbeating(every: float, details: Any = None) -> AsyncIterator[None]
             await task
 
 
+WORKER_STOPPED = "avo.worker_stopped"
+"""The (retryable) error type of a call its worker handed back when it stopped."""
+
+
+@contextlib.asynccontextmanager
+async def handing_back() -> AsyncIterator[None]:
+    """A call cut short because its worker stops becomes a retryable failure.
+
+    Temporal cancels the activities still running when a stopping worker's
+    grace time ends. Reported as cancelled, the workflow would take that for
+    a cancel of the run; reported as this failure, Temporal retries the call
+    on another worker (a non-idempotent tool's retry finds its ledger entry
+    and asks a person, as after a crash).
+    """
+    try:
+        yield
+    except asyncio.CancelledError:
+        details = activity.cancellation_details()
+        if not activity.is_worker_shutdown() or (details is not None and details.cancel_requested):
+            raise
+        raise ApplicationError(
+            "the worker stopped before this call finished; another worker takes it",
+            type=WORKER_STOPPED,
+            category=ApplicationErrorCategory.BENIGN,  # expected: logged quietly
+        ) from None
+
+
 class AvoActivities:
     """The activities of one worker, over its composed runtime, store and effect ledger."""
 
@@ -81,6 +114,15 @@ class AvoActivities:
         self.ledger = ledger
         self.every = max(0.2, heartbeat / 4)
         self.plugins = plugins
+        provider = runtime.provider
+        snapshot = getattr(provider, "snapshot_state", None)
+        stateful = callable(snapshot) and callable(getattr(provider, "restore_state", None))
+        self.initial_provider_state: dict[str, Any] | None = None
+        if stateful:
+            state = snapshot()
+            self.initial_provider_state = dict(state) if isinstance(state, dict) else {}
+        # one call at a time through a provider whose state each call restores first
+        self._provider_turn = asyncio.Lock()
 
     @activity.defn(name=MODEL)
     async def model(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -94,16 +136,37 @@ class AvoActivities:
         streamed: list[str] = []
         stream = bool(job.get("stream")) and callable(getattr(provider, "stream", None))
         details = (lambda: {"text": "".join(streamed)}) if stream else None
-        async with heartbeating(self.every, details):
+        async with handing_back(), heartbeating(self.every, details):
             await self.apply_writes(job.get("writes") or [])
-            try:
-                if stream:
-                    response = await self._streamed(parsed, streamed)
-                else:
-                    response = await provider.generate(parsed)
-            except AvoError as exc:
-                raise application_error(exc) from None
+            if "provider_state" in job:  # the run's state in, the state after the call out
+                async with self._provider_turn:
+                    self._restore_provider(job["provider_state"])
+                    response = await self._generate(parsed, stream, streamed)
+                    state = provider.snapshot_state()
+                return {"response": dump(response), "provider_state": state}
+            response = await self._generate(parsed, stream, streamed)
         return dump(response)  # type: ignore[no-any-return]
+
+    async def _generate(self, request: ModelRequest, stream: bool, streamed: list[str]) -> Any:
+        try:
+            if stream:
+                return await self._streamed(request, streamed)
+            return await self.runtime.provider.generate(request)
+        except AvoError as exc:
+            raise application_error(exc) from None
+
+    def _restore_provider(self, state: Any) -> None:
+        """Put the run's provider state (a checkpoint's, or the last call's) into the provider."""
+        if not state:
+            state = self.initial_provider_state
+        try:
+            self.runtime.provider.restore_state(dict(state or {}))
+        except (ValueError, TypeError, KeyError) as exc:
+            refused = UnsafeResumeError(
+                f"the run's provider state does not fit this worker's provider ({exc}); run "
+                "workers composed with the provider the run started with"
+            )
+            raise application_error(refused) from None
 
     async def _streamed(self, request: ModelRequest, shown: list[str]) -> Any:
         """The provider's stream, assembled; its text (known secrets masked) into ``shown``."""
@@ -131,7 +194,7 @@ class AvoActivities:
         run_id, dispatch = str(job["run_id"]), int(job["dispatch"])
         metadata = self.runtime.tools.metadata_of(call.name)
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
-        async with heartbeating(self.every):
+        async with handing_back(), heartbeating(self.every):
             await self.apply_writes(job.get("writes") or [])  # TOOL_STARTED durable first
             if effect is not ToolEffect.PURE:
                 recorded = await self._claim(run_id, call, dispatch, effect)
@@ -176,10 +239,14 @@ class AvoActivities:
     async def store_call(self, job: dict[str, Any]) -> Any:
         """One event store method, by name, with JSON in and out (``batch``: writes in order)."""
         method, args = str(job["method"]), job.get("args") or {}
-        if method == "batch":
-            await self.apply_writes(args.get("ops") or [])
-            return None
-        return await self._one(method, args, writes=False)
+        async with handing_back():
+            if method == "ledger_dispatch":  # the last dispatch of a call the ledger knows
+                entry = await self.ledger.get(str(args["run_id"]), str(args["call_id"]))
+                return entry.dispatch if entry is not None else 0
+            if method == "batch":
+                await self.apply_writes(args.get("ops") or [])
+                return None
+            return await self._one(method, args, writes=False)
 
     async def apply_writes(self, ops: list[dict[str, Any]]) -> None:
         """Apply the workflow's pending store writes in order (each idempotent by event ids).
@@ -467,4 +534,12 @@ _STORE_METHODS: dict[str, Any] = {
     "list_runs": _list_runs,
 }
 
-__all__ = ["MODEL", "STORE", "TOOL", "AvoActivities", "heartbeating"]
+__all__ = [
+    "MODEL",
+    "STORE",
+    "TOOL",
+    "WORKER_STOPPED",
+    "AvoActivities",
+    "handing_back",
+    "heartbeating",
+]

@@ -180,9 +180,21 @@ class TemporalEngine:
                 plugins=made.manager,
             )
             _context.register(
-                queue, _context.WorkerContext(made.runtime, self.settings, made.manager)
+                queue,
+                _context.WorkerContext(
+                    made.runtime,
+                    self.settings,
+                    made.manager,
+                    provider_state=activities.initial_provider_state,
+                ),
             )
-            worker = build_worker(client, queue, activities, concurrency=options.concurrency)
+            worker = build_worker(
+                client,
+                queue,
+                activities,
+                concurrency=options.concurrency,
+                stop_seconds=getattr(options, "stop_seconds", None),
+            )
             await worker.run()
         finally:
             _context.unregister(queue)

@@ -67,6 +67,7 @@ _READS = frozenset(
         "list_runs",
         "get_session",
         "list_sessions",
+        "ledger_dispatch",
     }
 )
 
@@ -120,10 +121,13 @@ class ActivityProvider:
         }
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse.model_validate(await self._call(request, {}))
+
+    async def _call(self, request: ModelRequest, extra: dict[str, Any]) -> Any:
         writes = self._store.take()
-        job = {"request": dump(request), "writes": writes, "stream": self._stream}
+        job = {"request": dump(request), "writes": writes, "stream": self._stream, **extra}
         try:
-            data = await workflow.execute_activity(MODEL, job, **_carrying(self._options, writes))
+            return await workflow.execute_activity(MODEL, job, **_carrying(self._options, writes))
         except ActivityError as exc:
             special = _failure(self._store, exc)
             if special is not None:
@@ -132,7 +136,37 @@ class ActivityProvider:
             if isinstance(error, AvoError):
                 raise error from None
             raise ProviderError(f"the model call activity failed: {exc.cause or exc}") from None
-        return ModelResponse.model_validate(data)
+
+
+class StatefulActivityProvider(ActivityProvider):
+    """The proxy of a provider with resumable state (``snapshot_state`` / ``restore_state``).
+
+    The state is the run's, kept here in the workflow: each model activity
+    takes it along, the worker restores it into its provider, calls it and
+    returns the state after the call. A run starts from ``initial``, the
+    state the worker's provider was composed with. So the runtime's
+    checkpoints record it and a resume restores it, as in process, whichever
+    worker answers, and runs on one worker do not share it.
+    """
+
+    def __init__(
+        self, real: Any, store: ActivityStore, *, initial: dict[str, JsonValue], **options: Any
+    ) -> None:
+        super().__init__(real, store, **options)
+        self._state = dict(initial)
+
+    def snapshot_state(self) -> dict[str, JsonValue]:
+        """The run's provider state after its last model call."""
+        return dict(self._state)
+
+    def restore_state(self, state: dict[str, JsonValue]) -> None:
+        """Continue from a checkpoint's state (the worker's provider checks it on the next call)."""
+        self._state = dict(state)
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        data = await self._call(request, {"provider_state": self._state})
+        self._state = data["provider_state"]
+        return ModelResponse.model_validate(data["response"])
 
 
 class ActivityToolRegistry(ToolRegistry):
@@ -146,10 +180,12 @@ class ActivityToolRegistry(ToolRegistry):
         run_id: str,
         timeout: float | None,
         heartbeat: float,
+        resumed: bool = False,
     ):
         super().__init__(real.get(name) for name in real.names())
         self._store = store
         self._run_id = run_id
+        self._resumed = resumed  # an earlier workflow of this run may have dispatched its calls
         self._dispatches: dict[str, int] = {}
         self._timeout = timedelta(seconds=(timeout or 3600) + heartbeat)
         self._heartbeat = timedelta(seconds=heartbeat)
@@ -172,6 +208,13 @@ class ActivityToolRegistry(ToolRegistry):
             )
         metadata = self.metadata_of(call.name)
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
+        if self._resumed and call.tool_call_id not in self._dispatches:
+            # number this workflow's dispatches after the earlier workflow's (the ledger's),
+            # so a call a person approved running again claims the ledger anew
+            done = await self._store.read(
+                "ledger_dispatch", run_id=self._run_id, call_id=call.tool_call_id
+            )
+            self._dispatches[call.tool_call_id] = int(done or 0)
         dispatch = self._dispatches.get(call.tool_call_id, 0) + 1
         self._dispatches[call.tool_call_id] = dispatch
         writes = self._store.take()
@@ -247,6 +290,10 @@ class ActivityStore:
 
     async def _call(self, method: str, **args: Any) -> Any:
         await self.sync()
+        return await self._run(method, args)
+
+    async def read(self, method: str, **args: Any) -> Any:
+        """A read that does not depend on the pending writes (no ``batch`` first)."""
         return await self._run(method, args)
 
     async def _run(self, method: str, args: dict[str, Any]) -> Any:
@@ -389,4 +436,5 @@ __all__ = [
     "ActivityToolRegistry",
     "ReplaySafePlugins",
     "SessionActivityStore",
+    "StatefulActivityProvider",
 ]

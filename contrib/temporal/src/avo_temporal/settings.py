@@ -3,8 +3,10 @@
 Every key has a variable that wins over the file (``AVO_TEMPORAL_ADDRESS``,
 ``AVO_TEMPORAL_NAMESPACE``, ``AVO_TEMPORAL_TASK_QUEUE``, ``AVO_TEMPORAL_API_KEY``,
 ``AVO_TEMPORAL_TLS``, ``AVO_TEMPORAL_TLS_CERT``, ``AVO_TEMPORAL_TLS_KEY``,
-``AVO_TEMPORAL_TLS_CA``). Bad values raise :class:`~avo.exceptions.ConfigError`
-naming the key and what would fix it.
+``AVO_TEMPORAL_TLS_CA``, ``AVO_TEMPORAL_CONNECT_TIMEOUT_SECONDS``,
+``AVO_TEMPORAL_MODEL_TIMEOUT_SECONDS``, ``AVO_TEMPORAL_HEARTBEAT_SECONDS``).
+Bad values raise :class:`~avo.exceptions.ConfigError` naming the key and
+what would fix it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ ENV_KEYS: dict[str, str] = {
     "tls_cert": "AVO_TEMPORAL_TLS_CERT",
     "tls_key": "AVO_TEMPORAL_TLS_KEY",
     "tls_ca": "AVO_TEMPORAL_TLS_CA",
+    "connect_timeout_seconds": "AVO_TEMPORAL_CONNECT_TIMEOUT_SECONDS",
+    "model_timeout_seconds": "AVO_TEMPORAL_MODEL_TIMEOUT_SECONDS",
+    "heartbeat_seconds": "AVO_TEMPORAL_HEARTBEAT_SECONDS",
 }
 
 _HOST_PORT = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
@@ -67,7 +72,9 @@ class TemporalSettings(BaseModel):
         gt=0,
         le=300,
         description="A worker that stops heartbeating this long is taken for dead: its calls "
-        "move to another worker.",
+        "move to another worker. Raise it when busy workers are taken for dead (a call "
+        "retried elsewhere while its first attempt still runs); lower it to notice dead "
+        "workers sooner.",
     )
 
     @field_validator("address")
@@ -115,6 +122,10 @@ def load_settings(
         message = problem["msg"].removeprefix("Value error, ")
         if problem["type"] == "extra_forbidden":
             message = f"unknown key; the temporal engine accepts: {known}"
+        elif key.endswith("_seconds"):
+            field = TemporalSettings.model_fields[key]
+            message += f" (got {problem.get('input')!r}; give seconds, e.g. the default "
+            message += f"{field.default:g})"
         raise ConfigError(f"{where}: {message}", key=f"engine.settings.{key}") from None
 
 

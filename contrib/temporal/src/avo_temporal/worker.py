@@ -16,14 +16,27 @@ STREAM_SECONDS = 1.0
 WORKFLOW_TASKS = 4
 
 
+STOP_SECONDS = 10.0
+"""Default time calls in flight get to finish once a worker is asked to stop."""
+
+
 def build_worker(
-    client: Any, task_queue: str, activities: AvoActivities, *, concurrency: int | None = None
+    client: Any,
+    task_queue: str,
+    activities: AvoActivities,
+    *,
+    concurrency: int | None = None,
+    stop_seconds: float | None = None,
 ) -> Worker:
     """A worker polling ``task_queue``: workflows in Temporal's sandbox, activities on this loop.
 
     The sandbox passes the avo kernel and plugins through (imported once, not per
     workflow): the workflow's determinism comes from the runtime's seams (clock,
     timers, random source, ids), which the workflow sets to Temporal's own.
+
+    Stopping (the ``run()`` task cancelled): no new tasks are taken, the
+    activities in flight get ``stop_seconds`` to finish, then they are
+    cancelled and hand their calls back (see :func:`avo_temporal.activities.handing_back`).
     """
     limit = concurrency or DEFAULT_CONCURRENCY
     runner = SandboxedWorkflowRunner(
@@ -44,7 +57,10 @@ def build_worker(
         # once a second (not every 80% of the heartbeat timeout) while text arrives
         max_heartbeat_throttle_interval=timedelta(seconds=STREAM_SECONDS),
         default_heartbeat_throttle_interval=timedelta(seconds=STREAM_SECONDS),
+        graceful_shutdown_timeout=timedelta(
+            seconds=STOP_SECONDS if stop_seconds is None else stop_seconds
+        ),
     )
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "build_worker"]
+__all__ = ["DEFAULT_CONCURRENCY", "STOP_SECONDS", "build_worker"]

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         ActivityToolRegistry,
         ReplaySafePlugins,
         SessionActivityStore,
+        StatefulActivityProvider,
     )
 
 WORKFLOW = "avo.run"
@@ -50,11 +51,16 @@ class _Ids:
     """Ids numbered within the run: the same on every execution of the workflow code.
 
     (Temporal's own random seed can change between executions of a workflow
-    task; ids made from a counter and the run id cannot.)
+    task; ids made from a counter and the run id cannot.) A workflow that
+    resumes a run whose earlier workflow is gone numbers from a base of its
+    own (its Temporal run id, ``execution``): starting over from the run's
+    base would mint the ids the earlier workflow already gave its events and
+    calls.
     """
 
-    def __init__(self, run_id: str, kind: str) -> None:
-        self._base = uuid.uuid5(uuid.NAMESPACE_URL, f"avo-run:{run_id}:{kind}")
+    def __init__(self, run_id: str, kind: str, execution: str | None = None) -> None:
+        name = f"avo-run:{run_id}:{kind}" + (f":{execution}" if execution else "")
+        self._base = uuid.uuid5(uuid.NAMESPACE_URL, name)
         self._next = 0
 
     def __call__(self) -> str:
@@ -83,27 +89,34 @@ class AvoRunWorkflow:
         self._store: ActivityStore | None = None
         self._driving = False
 
-    def _build(self, run_id: str, *, stream: bool = False) -> Any:
+    def _build(self, run_id: str, *, stream: bool = False, resumed: bool = False) -> Any:
         context = _context.lookup(workflow.info().task_queue)
         real = context.runtime
         settings = context.settings
         # writes ride on the next model/tool activity; sessions if the worker's store keeps them
         keeps_sessions = session_store_of(real.event_store) is not None
         store = self._store = (SessionActivityStore if keeps_sessions else ActivityStore)()
+        options: dict[str, Any] = {
+            "timeout": settings.model_timeout_seconds,
+            "heartbeat": settings.heartbeat_seconds,
+            "stream": stream,
+        }
+        provider = (
+            ActivityProvider(real.provider, store, **options)
+            if context.provider_state is None
+            else StatefulActivityProvider(
+                real.provider, store, initial=context.provider_state, **options
+            )
+        )
         rt = real.derive(
-            provider=ActivityProvider(
-                real.provider,
-                store,
-                timeout=settings.model_timeout_seconds,
-                heartbeat=settings.heartbeat_seconds,
-                stream=stream,
-            ),
+            provider=provider,
             tools=ActivityToolRegistry(
                 real.tools,
                 store,
                 run_id=run_id,
                 timeout=real.policy.tool_timeout_seconds,
                 heartbeat=settings.heartbeat_seconds,
+                resumed=resumed,
             ),
             event_store=store,
             clock=workflow.now,
@@ -112,8 +125,9 @@ class AvoRunWorkflow:
             answerer=None,
             **({"plugins": ReplaySafePlugins(context.plugins)} if context.plugins else {}),
         )
-        rt.call_ids = _Ids(run_id, "call")
-        rt.event_ids = _Ids(run_id, "event")
+        execution = workflow.info().run_id if resumed else None
+        rt.call_ids = _Ids(run_id, "call", execution)
+        rt.event_ids = _Ids(run_id, "event", execution)
         rt.timer = workflow.time
         rt.random = random.Random(f"avo-run:{run_id}").random  # backoff jitter
         rt.engine = {"name": "temporal", "settings": settings.public()}
@@ -136,8 +150,9 @@ class AvoRunWorkflow:
     @workflow.run
     async def run(self, job: dict[str, Any]) -> dict[str, Any]:
         run_id = str(job["run_id"])
-        rt = self._runtime = self._build(run_id, stream=bool(job.get("stream")))
-        if job.get("resume"):
+        resumed = bool(job.get("resume"))
+        rt = self._runtime = self._build(run_id, stream=bool(job.get("stream")), resumed=resumed)
+        if resumed:
             result = await self._drive(rt.resume(run_id, lease=False))
         else:
             try:
