@@ -152,3 +152,57 @@ def test_a_new_workflow_resumes_the_run_from_its_log(fleet: Fleet) -> None:
     _ended_as_in_process(fleet, run_id)
     kinds = [e.event_type for e in asyncio.run(_events(fleet, run_id))]
     assert kinds.count(EventType.RUN_RESUMED) == 2  # the new workflow's resume, the answer's
+
+
+def test_an_approved_rerun_in_a_new_workflow_runs_the_call_again(fleet: Fleet) -> None:
+    import time
+
+    from temporal_fleet import submit
+    from temporalio.client import Client
+
+    fleet.write_config(calls=1, delay=30.0)  # the append stops halfway for 30 s
+    first = fleet.start_worker()
+    run_id = asyncio.run(submit(fleet, "omega"))
+    deadline = time.monotonic() + 90
+    while not (fleet.effects.exists() and fleet.effects.read_text() == "omega 0"):
+        assert time.monotonic() < deadline, fleet.logs()
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)  # cut mid-effect: the ledger says 'started'
+    first.wait()
+    fleet.write_config(calls=1, delay=0.0)
+    fleet.start_worker()
+    asyncio.run(_wait_until_paused(fleet, run_id))  # outcome unknown: a person decides
+
+    async def terminate() -> None:
+        client = await Client.connect(fleet.address)
+        await client.get_workflow_handle(run_id).terminate(reason="test: workflow gone")
+
+    asyncio.run(terminate())
+    resumed = fleet.avo("runs", "resume", run_id, "--json", check=False, timeout=180)
+    assert resumed.returncode == 3, resumed.stdout + resumed.stderr + fleet.logs()  # still asks
+    approved = fleet.avo("runs", "approve", run_id, "--reason", "it did not happen")
+    assert approved.returncode == 0
+    head = asyncio.run(_wait_until_ended(fleet, run_id))
+    assert head.state.value == "completed", fleet.logs()
+    # the new workflow's dispatch came after the ledger's: the call ran again, once
+    assert fleet.effects.read_text() == "omega 0omega 0\n"
+    events = asyncio.run(_events(fleet, run_id))
+    RunLogState.from_events(run_id, events)
+    assert len({e.event_id for e in events}) == len(events)
+
+
+async def _wait_until_paused(fleet: Fleet, run_id: str, timeout: float = 120) -> None:
+    store = open_store(fleet.store)
+    try:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            head = await store.get_run(run_id)
+            events = await store.get_events(run_id)
+            paused = head is not None and head.state.value == "paused"
+            if paused and events[-1].payload.get("to_state") == "paused":
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"run {run_id} is {head and head.state.value}")
+            await asyncio.sleep(0.2)
+    finally:
+        await store.close()
