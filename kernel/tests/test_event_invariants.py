@@ -54,6 +54,7 @@ def test_event_type_lists_the_21_reference_members() -> None:
     # avo's documented additions come after the reference's members
     additions = {"hook_failed", "request_shaped", "context_compacted", "run_steered"}
     additions |= {"human_input_requested", "human_input_received"}  # the durable pause
+    additions |= {"tool_progress"}  # a running tool's progress (a note)
     assert {t.value for t in EventType} - set(REFERENCE_EVENT_TYPES) == additions
     assert {t.value for t in TERMINAL_EVENT_TYPES} == {
         "run_completed",

@@ -70,6 +70,9 @@ class EventType(StrEnum):
     HUMAN_INPUT_RECEIVED = "human_input_received"
     """A person's answer to a HUMAN_INPUT_REQUESTED: tool_call_id, decision
     ("approve" | "deny" | "reply"), reason or text, by, via."""
+    TOOL_PROGRESS = "tool_progress"
+    """A running tool call's progress (a note, not state; see avo.tool_progress):
+    tool_call_id, name, progress, total, message. Throttled per call."""
 
 
 TERMINAL_EVENT_TYPES: frozenset[EventType] = frozenset(

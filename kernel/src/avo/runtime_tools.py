@@ -56,6 +56,7 @@ from avo.runtime_persistence import (
     trigger_policy,
 )
 from avo.state import RunState, StopReason
+from avo.tool_progress import recording_progress
 from avo.tools import failed_result
 
 if TYPE_CHECKING:
@@ -262,7 +263,13 @@ async def _run_alone(rt: AgentRuntime, ctx: _RunContext, call: ToolCall) -> str 
     try:  # (what _invoke does, without a task)
         result = await within(
             ctx.policy.tool_timeout_seconds,
-            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+            recording_progress(
+                rt,
+                ctx,
+                call,
+                rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+                live=True,
+            ),
         )
     except ToolOutcomeUnknownError as exc:
         await note_unknown(rt, ctx, call, str(exc))
@@ -300,7 +307,13 @@ async def _invoke(
     try:
         result = await within(
             ctx.policy.tool_timeout_seconds,
-            rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+            recording_progress(
+                rt,
+                ctx,
+                call,
+                rt.tools.invoke(call, completed_tool_call_ids=ctx.completed_tool_call_ids),
+                live=False,
+            ),
         )
     except (ToolOutcomeUnknownError, ToolInputRequiredError) as exc:
         return exc, False

@@ -60,6 +60,18 @@ async def count(to: int, ctx: Context) -> str:
 
 
 @app.tool()
+async def wait_for(path: str, ctx: Context) -> str:
+    """Report progress 1/2, wait until ``path`` exists, report 2/2 (a long call to watch)."""
+    import anyio
+
+    await ctx.report_progress(1, 2, "waiting for the file")
+    while not os.path.exists(path):
+        await anyio.sleep(0.05)
+    await ctx.report_progress(2, 2, "found it")
+    return f"found {path}"
+
+
+@app.tool()
 async def where(ctx: Context) -> str:
     """The client's roots (where it lets this server work)."""
     listed = await ctx.session.list_roots()

@@ -197,3 +197,48 @@ def test_an_mcp_servers_form_is_answered_from_the_runs_page(workspace: Workspace
         assert bookings.read_text() == "Ito on 2026-05-01 for 2\n"
     finally:
         server.close()
+
+
+MCP_PROGRESS = """
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {{name = "sdk__count", arguments = {{to = 3}}}}
+
+[[provider.settings.script]]
+content = "counted"
+
+[permission]
+mode = "bypass_permissions"
+
+[store]
+location = "runs.db"
+
+[mcp]
+user_servers = false
+progress = "log"
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+def test_an_mcp_servers_progress_shows_on_the_runs_page(workspace: Workspace) -> None:
+    """A server's progress notifications are tool_progress events: the run page lists them."""
+    import json
+    import sys
+    from pathlib import Path
+
+    server_py = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    command = json.dumps([sys.executable, str(server_py)])
+    (workspace.root / "count.toml").write_text(MCP_PROGRESS.format(command=command), "utf-8")
+    workspace.avo("run", "-c", "count.toml", "count")
+    (run,) = workspace.runs()
+    server = Server(workspace, "-c", "count.toml")
+    try:
+        status, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert status == 200
+        assert "sdk__count progress 1/3 · step 1" in page
+        assert "sdk__count progress 3/3 · step 3" in page  # the newest, when the call ended
+    finally:
+        server.close()

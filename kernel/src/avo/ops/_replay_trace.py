@@ -50,8 +50,8 @@ VOLATILE_KEYS = frozenset(
         "posted_at",
     }
 )
-NOT_REPLAYED = frozenset({"hook_failed", "request_shaped", "context_compacted"})
-"""Events of parts replay does not run (hooks, request shapers): not compared."""
+NOT_REPLAYED = frozenset({"hook_failed", "request_shaped", "context_compacted", "tool_progress"})
+"""Events of parts replay does not run (hooks, request shapers, tools' progress): not compared."""
 _CREATED_KEYS: tuple[str, ...] = ("task", "system_prompt")
 _FAILED_KEYS: tuple[str, ...] = ("step", "retryable", "consecutive_errors")
 _PAUSED = RunState.PAUSED.value

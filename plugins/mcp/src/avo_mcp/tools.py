@@ -98,7 +98,10 @@ class MCPTool:
         pending = PendingCall(self.remote_name, given=tool_input())
         try:
             wrapped = await self.server.call_tool(
-                self.remote_name, dict(arguments), pending=pending
+                self.remote_name,
+                dict(arguments),
+                pending=pending,
+                on_progress=self._progress_sink(),
             )
         except MCPError as exc:
             if pending.asked is not None:
@@ -120,6 +123,24 @@ class MCPTool:
                 tool_name=self._metadata.name,
             )
         return output.for_runtime()  # images as content blocks (avo.content_blocks)
+
+    def _progress_sink(self) -> Any:
+        """The server's progress for this call: to the run's log (when it runs in a run)
+        and to the connection's own ``on_progress`` (a terminal's lines)."""
+        from avo.tool_progress import progress_reporter
+
+        record = progress_reporter()
+        features = getattr(self.server, "features", None)
+        show = getattr(features, "on_progress", None)
+        if record is None:
+            return show
+
+        def sink(update: Any) -> None:
+            record(update.progress, update.total, update.message)
+            if show is not None:
+                show(update)
+
+        return sink
 
     def _needs_input(self, asked: Any) -> ToolInputRequiredError:
         return ToolInputRequiredError(

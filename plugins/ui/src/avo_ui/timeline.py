@@ -395,6 +395,13 @@ class Builder:
             **base,
         )
 
+    def progress(self, p: Mapping[str, Any], base: dict[str, Any]) -> Item:
+        done, total, note = p.get("progress"), p.get("total"), p.get("message")
+        amount = f"{done:g}" if isinstance(done, int | float) else "?"
+        amount += f"/{total:g}" if isinstance(total, int | float) else ""
+        note = f" · {note}" if note else ""
+        return Item(kind="marker", title=f"{p.get('name')} progress {amount}{note}", **base)
+
     def hook_failed(self, p: Mapping[str, Any], base: dict[str, Any]) -> Item:
         return Item(
             kind="error", title=f"hook {p.get('hook')} failed", text=str(p.get("error", "")), **base
@@ -424,6 +431,7 @@ _HANDLERS: dict[EventType, Any] = {
     EventType.RUN_STOPPED: lambda b, p, base: b.finished(p, base, "stopped"),
     EventType.RUN_CANCELLED: lambda b, p, base: b.finished(p, base, "cancelled"),
     EventType.HOOK_FAILED: Builder.hook_failed,
+    EventType.TOOL_PROGRESS: Builder.progress,
 }
 
 
