@@ -16,9 +16,11 @@ a call running alone the events are written as they are recorded; for calls
 running side by side (inspect-only tools) they go with the run's next write.
 
 Outside a run's tool call (a tool invoked by hand), :func:`report_progress`
-does nothing. A tool that hands the work to another task captures the
-reporter first with :func:`progress_reporter` (the MCP client does: the
-server's notifications arrive on its reader task).
+does nothing, unless someone listens with :func:`reporting_to` (``avo
+serve-mcp`` relays a served tool's progress to the client that asked for
+it). A tool that hands the work to another task captures the reporter first
+with :func:`progress_reporter` (the MCP client does: the server's
+notifications arrive on its reader task).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +57,17 @@ _REPORTER: ContextVar[ProgressReporter | None] = ContextVar("avo_tool_progress",
 def progress_reporter() -> ProgressReporter | None:
     """The running tool call's reporter (None outside a run's tool call)."""
     return _REPORTER.get()
+
+
+@contextlib.contextmanager
+def reporting_to(reporter: ProgressReporter | None) -> Iterator[None]:
+    """Within the block, :func:`report_progress` goes to ``reporter`` (an MCP server
+    relaying a served tool's progress to its client; tests)."""
+    token = _REPORTER.set(reporter)
+    try:
+        yield
+    finally:
+        _REPORTER.reset(token)
 
 
 def report_progress(
@@ -170,4 +183,5 @@ __all__ = [
     "progress_reporter",
     "recording_progress",
     "report_progress",
+    "reporting_to",
 ]

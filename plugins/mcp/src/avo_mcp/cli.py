@@ -62,6 +62,13 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="also accept this Host/Origin name with --http (loopback names always are)",
     )
+    parser.add_argument(
+        "--json-response",
+        action="store_true",
+        help="with --http, answer every request with one JSON body, never an event stream "
+        "(by default a tools/call from a client that accepts text/event-stream is streamed, "
+        "carrying the tool's progress)",
+    )
 
 
 def _registry_from_plugins(names: list[str], manager: Any) -> Any:
@@ -121,7 +128,11 @@ async def _serve_http(make_server: Callable[[], Any], args: argparse.Namespace) 
 
     if not 0 <= args.port <= 65535:
         raise McpCliError(f"--port {args.port} is not a port number; use 0..65535")
-    server = McpHttpServer(make_server, allowed_hosts=args.allow_host)
+    server = McpHttpServer(
+        make_server,
+        allowed_hosts=args.allow_host,
+        json_response=getattr(args, "json_response", False),
+    )
     try:
         host, port = await server.start(args.host, args.port)
     except OSError as exc:

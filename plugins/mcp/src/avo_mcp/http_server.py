@@ -3,8 +3,14 @@
 A small HTTP/1.1 server on asyncio streams (no web framework: ``avo
 serve-mcp`` stays quick to start). One endpoint, ``/mcp``:
 
-- ``POST`` carries JSON-RPC messages; requests are answered with one JSON
-  body (``application/json``), notifications and responses with ``202``.
+- ``POST`` carries JSON-RPC messages; notifications and responses get
+  ``202``. Requests are answered with one JSON body (``application/json``),
+  except a ``tools/call`` from a client that accepts ``text/event-stream``:
+  that answer is an event stream (SSE) carrying the tool's progress
+  notifications (when the request has a ``progressToken``), a keep-alive
+  comment every 15 seconds while the tool runs, then the answer, and it
+  ends. A client that accepts only ``text/event-stream`` gets every answer
+  as a stream; ``json_response=True`` (``--json-response``) answers JSON only.
   ``initialize`` opens a session (``Mcp-Session-Id``); every later message
   must carry it (``400`` without, ``404`` for an unknown or ended one).
 - ``GET`` is ``405``: this server never sends requests of its own, so it
@@ -25,6 +31,7 @@ import contextlib
 import json
 import secrets
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,9 +43,12 @@ from avo_mcp.framing import (
     JsonDict,
     error_response,
 )
+from avo_mcp.notify import notifying
 from avo_mcp.server import AvoMcpServer
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+KEEP_ALIVE_SECONDS = 15.0
+"""How long an event stream may stay silent before a keep-alive comment."""
 _MAX_HEADER_LINES = 100
 _MAX_LINE = 16 * 1024
 _REASONS = {
@@ -78,9 +88,13 @@ class McpHttpServer:
         *,
         path: str = "/mcp",
         allowed_hosts: Iterable[str] = (),
+        json_response: bool = False,
+        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
     ) -> None:
         self.make_session = make_session
         self.path = path
+        self.json_response = json_response
+        self.keep_alive_seconds = keep_alive_seconds
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
         self.sessions: dict[str, AvoMcpServer] = {}
         self._server: asyncio.Server | None = None
@@ -120,7 +134,10 @@ class McpHttpServer:
                     status, extra = exc.status, {}
                     payload = error_response(None, INVALID_REQUEST, str(exc))
                 keep = headers.get("connection", "").lower() != "close"
-                _write_response(writer, status, extra, payload, keep_alive=keep)
+                if isinstance(payload, EventStream):
+                    await _write_stream(writer, extra, payload, self.keep_alive_seconds)
+                else:
+                    _write_response(writer, status, extra, payload, keep_alive=keep)
                 await writer.drain()
                 if not keep:
                     break
@@ -171,8 +188,12 @@ class McpHttpServer:
         if content_type != "application/json":
             raise _HttpError(415, "POST a JSON-RPC message with Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
-        if not any(kind in accept for kind in ("application/json", "*/*", "application/*")):
-            raise _HttpError(406, "this server answers with application/json; accept it")
+        takes_json = any(kind in accept for kind in ("application/json", "*/*", "application/*"))
+        takes_stream = "text/event-stream" in accept and not self.json_response
+        if not takes_json and not takes_stream:
+            raise _HttpError(
+                406, "this server answers with application/json or text/event-stream; accept one"
+            )
         try:
             payload = json.loads(body)
         except ValueError:
@@ -191,6 +212,8 @@ class McpHttpServer:
             if reply is not None and "result" in reply:
                 self.sessions[session_id] = session
                 extra["Mcp-Session-Id"] = session_id
+            if not takes_json and reply is not None:
+                return 200, extra, EventStream.of(reply)
             return 200, extra, reply
         session_id = headers.get("mcp-session-id")
         if not session_id:
@@ -201,10 +224,27 @@ class McpHttpServer:
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise _HttpError(400, f"unsupported MCP-Protocol-Version {version!r}")
+        requests = [m for m in messages if _is_request(m)]
+        if (
+            takes_stream
+            and requests
+            and (not takes_json or any(m.get("method") == "tools/call" for m in requests))
+        ):
+            for message in messages:
+                if not _is_request(message):
+                    await session.handle(message)
+            return 200, {}, EventStream([partial(self._streamed, session, m) for m in requests])
         replies = [r for r in await asyncio.gather(*(self._one(session, m) for m in messages)) if r]
         if not replies:
             return 202, {}, None
         return 200, {}, replies if batch else replies[0]
+
+    async def _streamed(
+        self, session: AvoMcpServer, message: JsonDict, stream: EventStream
+    ) -> JsonDict | None:
+        """Answer one request of an event stream: its notifications go on the stream first."""
+        notifying(stream.send)  # (this task's own context; _one's task copies it)
+        return await self._one(session, message)
 
     async def _one(self, session: AvoMcpServer, message: JsonDict) -> JsonDict | None:
         """Handle one message; a request runs as a task ``notifications/cancelled`` can end."""
@@ -221,6 +261,58 @@ class McpHttpServer:
             raise
         finally:
             session._in_flight.pop(request_id, None)
+
+
+class EventStream:
+    """The answer to a POST as ``text/event-stream``: each request's notifications, then
+    its answer, one ``message`` event each; the stream ends after the last answer."""
+
+    def __init__(self, handlers: list[Any]) -> None:
+        self._queue: asyncio.Queue[tuple[bool, JsonDict | None]] = asyncio.Queue()
+        self._open = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        for handler in handlers:
+            self._open += 1
+            self._tasks.append(asyncio.get_running_loop().create_task(self._answer(handler)))
+
+    @classmethod
+    def of(cls, reply: JsonDict) -> EventStream:
+        """A stream holding one answer already known."""
+        stream = cls([])
+        stream._open = 1
+        stream._queue.put_nowait((True, reply))
+        return stream
+
+    async def _answer(self, handler: Any) -> None:
+        try:
+            reply = await handler(self)
+        except Exception as exc:  # (a handler answers errors itself; never leave it open)
+            reply = error_response(None, INVALID_REQUEST, f"{type(exc).__name__}: {exc}")
+        self._queue.put_nowait((True, reply))
+
+    def send(self, message: JsonDict) -> None:
+        """Put a notification on the stream (before its request's answer)."""
+        self._queue.put_nowait((False, message))
+
+    async def next(self, idle: float) -> JsonDict | None:
+        """The next message; None after ``idle`` seconds with nothing to send.
+
+        Raises StopAsyncIteration once every answer was sent."""
+        while True:
+            if self._open == 0 and self._queue.empty():
+                raise StopAsyncIteration
+            try:
+                final, message = await asyncio.wait_for(self._queue.get(), idle)
+            except TimeoutError:
+                return None
+            if final:
+                self._open -= 1
+            if message is not None:
+                return message
+
+
+def _is_request(message: JsonDict) -> bool:
+    return "id" in message and isinstance(message.get("method"), str)
 
 
 def _current_cancelled() -> bool:
@@ -269,6 +361,34 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
 
 
+async def _write_stream(
+    writer: asyncio.StreamWriter, headers: dict[str, str], stream: EventStream, keep_alive: float
+) -> None:
+    """Send ``stream`` as a chunked ``text/event-stream`` response (a comment when idle)."""
+    lines = [
+        "HTTP/1.1 200 OK",
+        "Content-Type: text/event-stream",
+        "Cache-Control: no-cache",
+        "Transfer-Encoding: chunked",
+        "Connection: keep-alive",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    while True:
+        try:
+            message = await stream.next(keep_alive)
+        except StopAsyncIteration:
+            break
+        if message is None:
+            event = b": keep-alive\n\n"
+        else:
+            data = json.dumps(message, ensure_ascii=False)
+            event = f"event: message\ndata: {data}\n\n".encode()
+        writer.write(f"{len(event):x}\r\n".encode("ascii") + event + b"\r\n")
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+
+
 def _write_response(
     writer: asyncio.StreamWriter,
     status: int,
@@ -287,4 +407,4 @@ def _write_response(
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
 
 
-__all__ = ["LOOPBACK_HOSTS", "McpHttpServer", "host_of"]
+__all__ = ["KEEP_ALIVE_SECONDS", "LOOPBACK_HOSTS", "EventStream", "McpHttpServer", "host_of"]

@@ -42,6 +42,7 @@ from avo_mcp.framing import (
     error_response,
     result_response,
 )
+from avo_mcp.notify import notifying, progress_relay
 from avo_mcp.resources import ResourceError, WorkspaceResources
 
 DEFAULT_PROTOCOL_VERSION = "2025-06-18"
@@ -251,6 +252,8 @@ class AvoMcpServer:
         }
 
     async def _tools_call(self, params: JsonDict) -> JsonDict:
+        from avo.tool_progress import reporting_to
+
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise _InvalidParams("tools/call needs a tool name in params.name")
@@ -258,7 +261,7 @@ class AvoMcpServer:
         if not isinstance(arguments, dict):
             raise _InvalidParams(f"tools/call arguments for {name!r} must be an object")
         call = ToolCall(name=name, arguments=arguments)
-        with self.tool_context():
+        with self.tool_context(), reporting_to(progress_relay(params)):
             # Per-call idempotency belongs to the MCP client: each call is fresh here.
             result = await self.registry.invoke(call, completed_tool_call_ids=set())
         if not result.success:
@@ -321,6 +324,7 @@ class AvoMcpServer:
                 wire_closed = True  # the client is gone; stop at the next read
 
         async def answer(message: JsonDict) -> None:
+            notifying(write)  # (this task's own context) a served tool's progress
             try:
                 reply = await self.handle(message)
             except asyncio.CancelledError:
