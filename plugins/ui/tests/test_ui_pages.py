@@ -242,3 +242,66 @@ def test_an_mcp_servers_progress_shows_on_the_runs_page(workspace: Workspace) ->
         assert "sdk__count progress 3/3 · step 3" in page  # the newest, when the call ended
     finally:
         server.close()
+
+
+MCP_SAMPLING = """
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call = {{name = "sdk__summarize", arguments = {{text = "a very long story"}}}}
+
+[[provider.settings.script]]
+content = "a short story"
+
+[[provider.settings.script]]
+content = "summarized"
+
+[permission]
+mode = "bypass_permissions"
+[[permission.ask]]
+tool = "mcp_sampling"
+
+[store]
+location = "runs.db"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+def test_an_mcp_servers_sampling_is_allowed_from_the_runs_page(workspace: Workspace) -> None:
+    """A server's sampling request a person must allow: the run page asks yes/no, a yes
+    continues the run and the server's request runs on the run's model."""
+    import json
+    import re
+    import sys
+    import time
+    from pathlib import Path
+
+    server_py = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    command = json.dumps([sys.executable, str(server_py)])
+    (workspace.root / "sample.toml").write_text(MCP_SAMPLING.format(command=command), "utf-8")
+    done = workspace.avo("run", "-c", "sample.toml", "summarize", check=False)
+    assert done.returncode == 3, done.stderr
+    (run,) = workspace.runs()
+    server = Server(workspace, "-c", "sample.toml")
+    try:
+        status, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert status == 200 and "may it use the run&#39;s model" in page
+        assert "allow (a boolean, required)" in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        call_id = re.search(r'name="call_id" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        form = f"csrf={csrf}&call_id={call_id}&continue=1&text=yes"
+        status, headers = _post(server.url, f"/runs/{run['run_id']}/answer", form)
+        assert status == 303 and "error" not in headers["location"]
+        deadline = time.monotonic() + 90
+        while workspace.runs()[0]["state"] != "completed" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert workspace.runs()[0]["state"] == "completed"
+        _, _, page = _get(server.url, f"/runs/{run['run_id']}")
+        assert "summary: a short story" in page
+    finally:
+        server.close()
