@@ -82,6 +82,21 @@ def report_progress(
 class _Recorder:
     """One tool call's progress: throttled appends to the run's log, written as they come."""
 
+    __slots__ = (
+        "_timer",
+        "_writer",
+        "call",
+        "closed",
+        "ctx",
+        "interval",
+        "last_at",
+        "limit",
+        "live",
+        "recorded",
+        "rt",
+        "waiting",
+    )
+
     def __init__(
         self,
         rt: AgentRuntime,
@@ -97,7 +112,7 @@ class _Recorder:
         self.limit = DEFAULT_LIMIT if limit is None else limit
         self.recorded = 0
         self.last_at: float | None = None
-        self.waiting: dict[str, Any] | None = None
+        self.waiting: tuple[float, float | None, str | None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._writer: asyncio.Task[None] | None = None
         self.closed = False
@@ -105,6 +120,29 @@ class _Recorder:
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         if self.closed or not isinstance(progress, int | float) or not math.isfinite(progress):
             return
+        update = (progress, total, message)
+        now = time.monotonic()
+        last = self.last_at
+        if (last is None or now - last >= self.interval) and self.recorded < self.limit:
+            self.waiting = None
+            self._record(update, now)
+            return
+        self.waiting = update  # newest wins; recorded when due or when the call ends
+        if self._timer is None and self.recorded < self.limit and last is not None:
+            with contextlib.suppress(RuntimeError):
+                delay = max(0.0, last + self.interval - now)
+                self._timer = asyncio.get_running_loop().call_later(delay, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        if self.waiting is not None and not self.closed:
+            update, self.waiting = self.waiting, None
+            self._record(update, time.monotonic())
+
+    def _record(self, update: tuple[float, float | None, str | None], now: float) -> None:
+        from avo.runtime_persistence import append
+
+        progress, total, message = update
         payload: dict[str, Any] = {
             "tool_call_id": self.call.tool_call_id,
             "name": self.call.name,
@@ -112,27 +150,6 @@ class _Recorder:
             "total": float(total) if isinstance(total, int | float) else None,
             "message": message[:_MESSAGE_CHARS] if isinstance(message, str) else None,
         }
-        now = time.monotonic()
-        due = self.last_at is None or now - self.last_at >= self.interval
-        if due and self.recorded < self.limit:
-            self.waiting = None
-            self._record(payload, now)
-            return
-        self.waiting = payload  # newest wins; recorded when due or when the call ends
-        if self._timer is None and self.recorded < self.limit and self.last_at is not None:
-            with contextlib.suppress(RuntimeError):
-                delay = max(0.0, self.last_at + self.interval - now)
-                self._timer = asyncio.get_running_loop().call_later(delay, self._due)
-
-    def _due(self) -> None:
-        self._timer = None
-        if self.waiting is not None and not self.closed:
-            payload, self.waiting = self.waiting, None
-            self._record(payload, time.monotonic())
-
-    def _record(self, payload: dict[str, Any], now: float) -> None:
-        from avo.runtime_persistence import append
-
         append(self.rt, self.ctx, EventType.TOOL_PROGRESS, payload)
         self.recorded += 1
         self.last_at = now
@@ -152,8 +169,8 @@ class _Recorder:
             self._timer.cancel()
             self._timer = None
         if self.waiting is not None:
-            payload, self.waiting = self.waiting, None
-            self._record(payload, time.monotonic())
+            update, self.waiting = self.waiting, None
+            self._record(update, time.monotonic())
         self.closed = True
         if self._writer is not None:  # the run's own next write must not overlap it
             await asyncio.shield(self._writer)
@@ -173,7 +190,10 @@ async def recording_progress(
         return await invocation
     finally:
         _REPORTER.reset(token)
-        await recorder.close()
+        if recorder.last_at is None and recorder.waiting is None:
+            recorder.closed = True  # nothing reported (most calls): nothing to finish
+        else:
+            await recorder.close()
 
 
 __all__ = [
