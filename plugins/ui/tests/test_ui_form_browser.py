@@ -117,3 +117,48 @@ def test_a_tool_form_is_answered_field_by_field(
     finally:
         page.close()
         server.close()
+
+
+QUESTION = """
+tools = ["ask_user"]
+
+[provider]
+name = "fake"
+
+[[provider.settings.script]]
+tool_call.name = "ask_user"
+tool_call.arguments = {question = "Which file then?"}
+
+[[provider.settings.script]]
+content = "I will use the file you chose."
+
+[store]
+location = "runs.db"
+"""
+
+
+def test_a_question_answered_from_a_shell_closes_its_form_on_the_open_page(
+    workspace: Workspace, chromium: Any
+) -> None:
+    (workspace.root / "question.toml").write_text(QUESTION, encoding="utf-8")
+    done = workspace.avo("run", "-c", "question.toml", "pick a file", check=False)
+    assert done.returncode == 3, done.stderr
+    (run,) = workspace.runs()
+    server = Server(workspace, "-c", "question.toml")
+    page = chromium.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server.url}/runs/{run['run_id']}")
+        card = page.locator(".item.k-ask")
+        placeholder = card.locator("input[name=text]").get_attribute("placeholder")
+        assert placeholder == "your answer (the tool's result)"  # a plain question: a text box
+        call_id = card.locator("input[name=call_id]").input_value()
+        answered = workspace.avo("runs", "answer", run["run_id"], call_id, "todo.md", "--by", "bob")
+        assert answered.returncode == 0, answered.stderr
+        page.wait_for_selector(".item.k-ask .answered-note")  # over the live stream, no reload
+        assert card.locator("form.decide").count() == 0
+        note = card.locator(".answered-note").inner_text()
+        assert note.startswith("already answered by bob via cli"), note
+    finally:
+        page.close()
+        server.close()

@@ -15,6 +15,7 @@
       if (!node || document.getElementById(node.id)) return;
       node.classList.add("fresh");
       timeline.appendChild(node);
+      closeAnswered(timeline, node);
       if (note) note.hidden = false;
       if (window.innerHeight + window.scrollY >= document.body.offsetHeight - 300) {
         node.scrollIntoView({ block: "end" });
@@ -36,6 +37,22 @@
       if (note) note.hidden = true;
       // the actions offered depend on the state the run stopped in
       window.setTimeout(function () { window.location.reload(); }, 150);
+    });
+  }
+
+  // An answer recorded elsewhere (another shell, another tab) closes the question's form.
+  function closeAnswered(timeline, node) {
+    var call = node.dataset.call;
+    if (!call || !/\bk-(approved|denied|answer)\b/.test(node.className)) return;
+    var title = node.querySelector(".title");
+    timeline.querySelectorAll(".item.k-ask").forEach(function (asked) {
+      if (asked.dataset.call !== call) return;
+      var form = asked.querySelector("form.decide");
+      if (!form) return;
+      var said = document.createElement("p");
+      said.className = "answered-note";
+      said.textContent = "already " + (title ? title.textContent : "answered") + " (see below)";
+      form.replaceWith(said);
     });
   }
 
