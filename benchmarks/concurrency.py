@@ -36,8 +36,13 @@ runs reach at least 3x the 1-run throughput with p99 step latency under
 PostgreSQL needs the test server (``scripts/ensure-services.sh``) or
 AVO_TEST_POSTGRES_DSN; without one its rows are skipped, saying so.
 
-``--gc 10000,50,100`` sets the collector's thresholds (``gc.set_threshold``)
-for the whole measurement, to show what a server process that tunes them gets.
+Every level is measured twice per round, interleaved: **tuned**, the way a
+server process (``avo worker``, ``avo ui``, ``avo serve-mcp``) runs by default
+(``avo.gc_tuning.tune_gc_for_server``: the start-up heap frozen, thresholds
+10000,50,100), and **untuned** (CPython's default collector, 700,10,10, nothing
+frozen). The main columns are the tuned figures; the last three columns are
+the untuned steps/s, loop µs and gc µs of the same rounds. ``--gc
+10000,50,100`` sets the tuned thresholds instead (as ``AVO_SERVER_GC`` does).
 
 Run: python benchmarks/concurrency.py [--quick] [--stores memory,sqlite,sqlite-full,postgres]
      [--levels 1,10,100,1000] [--rounds 3] [--gc THRESHOLDS]
@@ -62,6 +67,7 @@ from typing import Any
 
 from avo import AgentRuntime, FakeProvider
 from avo.events import EventType
+from avo.gc_tuning import tune_gc_for_server
 from avo.storage.memory import InMemoryEventStore
 from avo_evals.bench import default_policy, echo_tool, tool_loop_script
 
@@ -285,12 +291,50 @@ class _DropsSchema:
             await conn.close()
 
 
+UNTUNED = gc.get_threshold()  # CPython's defaults (700, 10, 10) before anything changes them
+GC_SETTING: dict[str, str] = {}  # AVO_SERVER_GC for the tuned measurements (--gc)
+_TUNED_FIRST = itertools.cycle((False, True))
+
+
+def _collector(tuned: bool) -> None:
+    """The collector as a server runs it (tuned) or as CPython starts (untuned)."""
+    gc.unfreeze()
+    gc.set_threshold(*UNTUNED)
+    if tuned:
+        tune_gc_for_server(GC_SETTING)
+
+
+async def _measure_both(open_store: Callable[[int], Awaitable[Any]], runs: int) -> dict[str, float]:
+    """One tuned and one untuned measurement (the untuned figures as ``untuned_*``).
+
+    Which of the two goes first alternates from call to call, so a slow spell
+    of the machine does not always hit the same one.
+    """
+    figures: dict[bool, dict[str, float]] = {}
+    first = next(_TUNED_FIRST)
+    try:
+        for tuned_now in (first, not first):
+            _collector(tuned_now)
+            figures[tuned_now] = await _measure(open_store, runs)
+    finally:
+        _collector(False)
+    tuned, untuned = figures[True], figures[False]
+    for key in ("steps_s", "loop_us", "gc_us"):
+        tuned[f"untuned_{key}"] = untuned[key]
+    return tuned
+
+
 async def main(stores: list[str], levels: list[int], rounds: int) -> None:
     print("concurrency: fake-model tool loop, 50 tool steps a run, N runs on one store")
     print(
         f"(best of {rounds} interleaved rounds by steps/s, median steps/s alongside; "
-        f"load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs; "
-        f"gc thresholds {gc.get_threshold()})"
+        f"load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs)"
+    )
+    tuned = GC_SETTING.get("AVO_SERVER_GC") or "10000,50,100"
+    print(
+        f"main columns: TUNED as a server runs (avo.gc_tuning: start-up heap frozen, gc "
+        f"thresholds {tuned}); 'untuned' columns: CPython's default collector "
+        f"{UNTUNED}, same rounds"
     )
     with tempfile.TemporaryDirectory(prefix="avo-concurrency-") as tmp:
         openers = await _openers(stores, Path(tmp), levels)
@@ -304,7 +348,7 @@ async def main(stores: list[str], levels: list[int], rounds: int) -> None:
                 for n in levels:
                     if n >= 1000 and rows[n]:
                         continue  # one round of the largest level: it takes a while
-                    rows[n].append(await _measure(opener, n))
+                    rows[n].append(await _measure_both(opener, n))
             _print(name, levels, rows)
 
 
@@ -315,7 +359,8 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
     print(
         f"{'runs':>6} {'steps/s':>9} {'median':>8} {'ratio':>6} {'step p50':>9} "
         f"{'step p99':>9} {'write p50':>10} {'write p99':>10} {'MB/run':>7} {'cpu µs/step':>11} "
-        f"{'loop µs':>7} {'gc µs':>6}"
+        f"{'loop µs':>7} {'gc µs':>6} | {'untuned steps/s':>15} {'loop µs':>7} {'gc µs':>6} "
+        f"{'tuned/untuned':>13}"
     )
     for n in levels:
         r = best[n]
@@ -324,7 +369,9 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
             f"{n:>6} {r['steps_s']:>9.0f} {median:>8.0f} {r['steps_s'] / base:>5.2f}x "
             f"{r['step_p50']:>7.2f}ms {r['step_p99']:>7.2f}ms {r['write_p50']:>8.3f}ms "
             f"{r['write_p99']:>8.3f}ms {r['mb_run']:>7.3f} {r['cpu_us']:>11.0f} "
-            f"{r['loop_us']:>7.0f} {r['gc_us']:>6.0f}"
+            f"{r['loop_us']:>7.0f} {r['gc_us']:>6.0f} | {r['untuned_steps_s']:>15.0f} "
+            f"{r['untuned_loop_us']:>7.0f} {r['untuned_gc_us']:>6.0f} "
+            f"{r['steps_s'] / r['untuned_steps_s']:>12.2f}x"
         )
 
 
@@ -334,13 +381,19 @@ if __name__ == "__main__":
     parser.add_argument("--stores", default="memory,sqlite,sqlite-full,postgres")
     parser.add_argument("--levels", default="1,10,100,1000")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--gc", help="collector thresholds for the run, e.g. 10000,50,100")
+    parser.add_argument(
+        "--gc", help="collector thresholds of the tuned measurements, e.g. 10000,50,100"
+    )
     args = parser.parse_args()
     if args.gc:
+        from avo.exceptions import ConfigError
+        from avo.gc_tuning import server_gc_thresholds
+
         try:
-            gc.set_threshold(*(int(x) for x in args.gc.split(",")))
-        except (ValueError, TypeError) as exc:
+            server_gc_thresholds({"AVO_SERVER_GC": args.gc})
+        except ConfigError as exc:
             parser.error(f"--gc {args.gc!r}: give one to three integers, e.g. 10000,50,100 ({exc})")
+        GC_SETTING["AVO_SERVER_GC"] = args.gc
     chosen_levels = [int(x) for x in args.levels.split(",")]
     chosen_rounds = args.rounds
     if args.quick:

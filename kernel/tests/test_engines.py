@@ -249,6 +249,7 @@ def test_avo_worker_says_what_is_missing(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AVO_CONFIG_DIR", str(tmp_path / "home"))
     monkeypatch.delenv("AVO_ENGINE", raising=False)
+    monkeypatch.setenv("AVO_SERVER_GC", "off")  # in this process: leave pytest's collector be
     assert main(["worker"]) == 2
     assert "no engine to serve: pass --engine NAME" in capsys.readouterr().err
     assert main(["worker", "--engine", "in-process"]) == 2

@@ -160,6 +160,7 @@ class TemporalEngine:
 
     async def serve(self, options: WorkerOptions) -> None:
         """Compose this worker's runtime from ``options``; poll the task queue until cancelled."""
+        from avo.gc_tuning import tune_gc_for_server
         from avo_temporal import _context
         from avo_temporal.activities import AvoActivities
         from avo_temporal.effects import ledger_for
@@ -195,6 +196,8 @@ class TemporalEngine:
                 concurrency=options.concurrency,
                 stop_seconds=getattr(options, "stop_seconds", None),
             )
+            # started: freeze the runtime and the Temporal SDK too (avo worker froze the CLI's)
+            tune_gc_for_server(options.resolved.environ)
             await worker.run()
         finally:
             _context.unregister(queue)

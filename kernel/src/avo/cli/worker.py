@@ -211,9 +211,13 @@ async def _serve(engine: Any, options: Any, *, parent: int | None = None) -> int
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped; 0 when stopped by a signal (or the parent's exit)."""
     from avo.engines import WorkerOptions
+    from avo.gc_tuning import tune_gc_for_server
 
     parent = os.getppid()  # before anything else: the process that started this one
     config, engine = _engine(args)
+    # a long-running server: freeze what start-up loaded, fewer collections (an engine may
+    # call it again once its own worker is built; see docs/operations.md)
+    tune_gc_for_server(config.environ)
     options = WorkerOptions(
         resolved=config,
         workspace=args.workspace,

@@ -113,6 +113,10 @@ def run_serve(args: argparse.Namespace) -> int:
             environ=getattr(args, "avo_environ", None),
         )
 
+    from avo.gc_tuning import tune_gc_for_server
+
+    # a long-running server: freeze what start-up loaded, fewer collections (docs/operations.md)
+    tune_gc_for_server(getattr(args, "avo_environ", None))
     if getattr(args, "http", False):
         import asyncio
 

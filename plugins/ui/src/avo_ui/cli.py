@@ -58,10 +58,12 @@ async def _open_store(args: Any, workspace: Path, environ: Any) -> Any:
 async def serve(args: Any) -> int:
     import uvicorn
 
+    from avo.gc_tuning import server_gc_thresholds, tune_gc_for_server
     from avo_ui.app import create_app
     from avo_ui.security import Guard
 
     environ = getattr(args, "avo_environ", None) or os.environ
+    server_gc_thresholds(environ)  # a bad AVO_SERVER_GC is refused before anything starts
     workspace = args.workspace_dir
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port} is not a port; use 0-65535 (0: any free port)")
@@ -80,6 +82,7 @@ async def serve(args: Any) -> int:
 
     async def startup(sockets: Any = None) -> None:
         await original(sockets=sockets)
+        tune_gc_for_server(environ)  # started: freeze what start-up loaded (docs/operations.md)
         bound = server.servers[0].sockets[0].getsockname()
         host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         link = f"http://{host}:{bound[1]}/"
