@@ -291,10 +291,10 @@ def test_an_mcp_servers_sampling_is_allowed_from_the_runs_page(workspace: Worksp
     try:
         status, _, page = _get(server.url, f"/runs/{run['run_id']}")
         assert status == 200 and "may it use the run&#39;s model" in page
-        assert "allow (a boolean, required)" in page
+        assert 'name="f.allow"' in page  # the form's one field: a yes/no box
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
         call_id = re.search(r'name="call_id" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-        form = f"csrf={csrf}&call_id={call_id}&continue=1&text=yes"
+        form = f"csrf={csrf}&call_id={call_id}&continue=1&form=1&f.allow=1"  # ticked, as posted
         status, headers = _post(server.url, f"/runs/{run['run_id']}/answer", form)
         assert status == 303 and "error" not in headers["location"]
         deadline = time.monotonic() + 90
