@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
-from avo._hook_faults import report_hook_faults, report_observer_faults
+from avo._hook_faults import report_hook_faults
 from avo._run_context import _RunContext
 from avo._steering import SteeringQueue
 from avo.approval import Answer, Answerer
 from avo.circuit_breaker import CircuitBreaker
-from avo.engines import ENGINE_KEY
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
     ApprovalError,
@@ -57,6 +56,13 @@ from avo.runtime_persistence import (
     result_of,
     terminate,
     transition,
+)
+from avo.runtime_plugins import (
+    call_plugins,
+    check_plugin_set,
+    plugin_set,
+    run_created_payload,
+    start_breaker,
 )
 from avo.runtime_recovery import (
     call_ids_given,
@@ -310,24 +316,16 @@ class AgentRuntime:
             if content is not None:
                 user["content"] = list[JsonValue](content)
             messages.append(user)
-            payload: dict[str, JsonValue] = {
-                "task": self.redactor.text(task),
-                "policy": self.policy.model_dump(mode="json"),
-            }
-            if attached:
-                payload["attachments"] = list(attached)
-            if system_prompt:
-                payload["system_prompt"] = self.redactor.text(system_prompt)
-            if schema is not None:
-                payload["output_schema"] = schema
-            plugin_set = self._plugin_set()
-            if plugin_set is not None:
-                payload["plugins"] = plugin_set
-            if self.composition is not None:
-                payload["composition"] = self.redactor.value(self.composition)
-            if self.engine is not None:
-                payload[ENGINE_KEY] = self.redactor.value(self.engine)
-            payload.update(setup.payload())
+            plugins = plugin_set(self)
+            payload = run_created_payload(
+                self,
+                task,
+                system_prompt=system_prompt,
+                schema=schema,
+                attached=attached,
+                plugins=plugins,
+                setup=setup.payload(),
+            )
             event = AgentEvent(
                 event_id=self.event_ids(),
                 run_id=run.run_id,
@@ -353,14 +351,15 @@ class AgentRuntime:
             await scope.created(ctx)
             stored = replaced(event, sequence=1)
             ctx.log.apply(stored)
-            self._start_breaker()
+            start_breaker(self)
             if self._plugins is not None:
-                self._call_plugins(
+                call_plugins(
+                    self,
                     "avo_run_started",
                     ctx=ctx,
                     run_id=run.run_id,
                     task=task,
-                    plugins=plugin_set or [],
+                    plugins=plugins or [],
                 )
             notify_appended(self, stored, ctx)
             return await self._drive(ctx)
@@ -437,7 +436,7 @@ class AgentRuntime:
                 )
             events = await self.event_store.get_events(run_id)
             log = RunLogState.from_events(run_id, events)
-            self._check_plugin_set(run_id, events)
+            check_plugin_set(self, run_id, events)
             check_output_schema(run_id, events, schema)
             unsafe = log.open_tool_calls
             if unsafe and log.requested_inputs:  # a person decides about these (their effect
@@ -490,7 +489,7 @@ class AgentRuntime:
             )
             if target is not cp.state:
                 await checkpoint(self, ctx)
-            self._start_breaker()
+            start_breaker(self)
             return await self._drive(ctx)
 
     async def inspect(self, run_id: str) -> RunTrace:
@@ -585,7 +584,7 @@ class AgentRuntime:
                     self, ctx, "stop", decision.faults, outcome="ignored", run_id=ctx.run_id
                 )
         if self._plugins is not None:
-            self._call_plugins("avo_run_finished", ctx=ctx, run_id=ctx.run_id, result=result)
+            call_plugins(self, "avo_run_finished", ctx=ctx, run_id=ctx.run_id, result=result)
         return result
 
     async def _resync_log(self, ctx: _RunContext) -> None:
@@ -631,50 +630,6 @@ class AgentRuntime:
             raise
         shown.close()
         return assembler.build()
-
-    # ------------------------------------------------------------------ resume helpers
-
-    # ------------------------------------------------------------------ plugins
-
-    def _start_breaker(self) -> None:
-        policy = self.policy.circuit_breaker
-        if policy is not None and self._breaker is None:
-            self._breaker = CircuitBreaker(policy)
-
-    def _plugin_set(self) -> list[JsonValue] | None:
-        if self._plugins is None or not hasattr(self._plugins, "plugin_set"):
-            return None
-        return list(self._plugins.plugin_set())
-
-    def _check_plugin_set(self, run_id: str, events: list[AgentEvent]) -> None:
-        if self._plugins is None or not events or not hasattr(self._plugins, "check_plugin_set"):
-            return
-        recorded = events[0].payload.get("plugins")
-        if not isinstance(recorded, list):
-            return
-        differences = list(self._plugins.check_plugin_set(recorded))
-        if differences:
-            raise UnsafeResumeError(
-                f"Cannot safely resume run {run_id!r}: the plugins it was composed from changed: "
-                + "; ".join(differences),
-                run_id=run_id,
-            )
-
-    def _call_plugins(self, hook_name: str, *, ctx: _RunContext | None, **kwargs: Any) -> None:
-        """Call a run-lifecycle hook on every plugin; report (not raise) what raised."""
-        plugins = self._plugins
-        call_observers = getattr(plugins, "call_observers", None)
-        try:
-            if call_observers is None:  # a manager of another make: its relay isolates
-                getattr(plugins.hook, hook_name)(**kwargs)  # type: ignore[union-attr]
-                return
-            faults = call_observers(hook_name, **kwargs)
-        except Exception:
-            logger.exception("a plugin's %s hook raised; the run goes on", hook_name)
-            return
-        if faults:
-            run_id = ctx.run_id if ctx is not None else str(kwargs.get("run_id", "?"))
-            report_observer_faults(self, ctx, hook_name, faults, run_id)
 
 
 def _text_attr(obj: object, name: str) -> str | None:

@@ -26,6 +26,7 @@ from avo.models import (
     replaced,
     trusted,
 )
+from avo.runtime_plugins import call_plugins
 from avo.state import (
     STATE_VALUE,
     RunState,
@@ -82,7 +83,7 @@ def notify_appended(rt: AgentRuntime, event: AgentEvent, ctx: _RunContext | None
     plugins = rt._plugins
     if plugins is None:
         return
-    rt._call_plugins("avo_event_appended", ctx=ctx, event=event)
+    call_plugins(rt, "avo_event_appended", ctx=ctx, event=event)
 
 
 # -- the write buffer -----------------------------------------------------------
