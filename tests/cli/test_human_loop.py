@@ -366,3 +366,23 @@ def test_the_prompt_answers_first_and_the_late_shell_is_told(cli: CLI, store: st
         "at the prompt; this answer was not recorded"
     )
     assert not (cli.cwd / "notes.md").exists()
+
+
+def test_a_resume_from_another_shell_while_the_prompt_waits(cli: CLI, store: str) -> None:
+    """The other shell drives the run on (here: it pauses again, nobody at its pipes); the
+    waiting prompt notices, says so and stops without writing; the request stays open."""
+    term, run_id, call_id = _waiting_run(cli, store)
+    resumed = cli("runs", "resume", run_id)  # not refused: the prompt gave up the lease
+    assert resumed.code == 3, resumed.out + resumed.err  # paused again: no terminal there
+    written = json.loads(cli("runs", "inspect", run_id, "--json").out)["events"]
+    term.read_until(f"avo: run {run_id} was resumed elsewhere; stopping here")
+    assert term.finish() not in (0, 3), term.seen  # it failed: another process drives the run
+    assert "was resumed by another process while this one waited" in term.seen
+    events = json.loads(cli("runs", "inspect", run_id, "--json").out)["events"]
+    assert not any(e["event_type"] == "human_input_received" for e in events)
+    assert events == written  # the waiting process wrote nothing once it noticed
+    [row] = json.loads(cli("runs", "list", "--pending", "--json").out)
+    assert row["tool_call_id"] == call_id  # still waiting for the same answer
+    assert cli("runs", "approve", run_id).code == 0
+    assert cli("runs", "resume", run_id).code == 0
+    assert (cli.cwd / "notes.md").read_text() == "hello\n"
