@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from avo._dump import compact, json_data, response_json
-from avo.models import FinishReason, ModelResponse, TokenUsage, ToolCall
+from avo._dump import compact, json_data, response_json, tool_result_json
+from avo.models import FinishReason, ModelResponse, TokenUsage, ToolCall, ToolResult
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -111,3 +112,58 @@ def test_what_is_not_plain_json_goes_through_model_dump() -> None:
 @given(_json)
 def test_json_data_copies_json(value: Any) -> None:
     assert _same(json_data(value), value)
+
+
+_utc_times = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+
+
+@given(
+    output=_json,
+    started=_utc_times,
+    extra=st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=2)),
+    duration=st.floats(min_value=0, max_value=1e9) | st.integers(0, 10**6),
+    failed=st.booleans(),
+)
+def test_tool_result_json_is_model_dump(
+    output: Any, started: datetime, extra: timedelta, duration: float, failed: bool
+) -> None:
+    result = ToolResult(
+        tool_call_id="call-1",
+        tool_name="echo",
+        success=not failed,
+        output=None if failed else output,
+        error="it broke" if failed else None,
+        started_at=started,
+        finished_at=started + extra,
+        duration_ms=duration,
+    )
+    assert _same(tool_result_json(result), result.model_dump(mode="json"))
+
+
+def test_a_tool_result_in_another_zone_or_class_goes_through_model_dump() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    other = ToolResult(
+        tool_call_id="c",
+        tool_name="t",
+        success=True,
+        output={"at": 1},
+        started_at=datetime(2026, 1, 1, tzinfo=plus_two),
+        finished_at=datetime(2026, 1, 1, 0, 0, 1, tzinfo=plus_two),
+    )
+    assert tool_result_json(other) == other.model_dump(mode="json")
+    assert tool_result_json(other)["started_at"] == "2026-01-01T00:00:00+02:00"
+
+    class Tagged(ToolResult):
+        tag: str = "x"
+
+    tagged = Tagged(
+        tool_call_id="c",
+        tool_name="t",
+        success=True,
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        finished_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    assert tool_result_json(tagged) == tagged.model_dump(mode="json")
+    assert tool_result_json(tagged)["tag"] == "x"

@@ -9,16 +9,19 @@ pydantic's serializer walks ``JsonValue`` fields through Python callbacks;
 this builds the same dict from the validated fields in about a quarter of the
 time. Anything outside the plain shapes (a subclass, a value that is not JSON
 data) goes through ``model_dump`` and :func:`compact`, so the result is always
-the same (``kernel/tests/test_dump.py`` holds them equal). A tool result keeps
-``model_dump``: its two datetimes format faster in pydantic than in Python.
+the same (``kernel/tests/test_dump.py`` holds them equal). A tool result
+(:func:`tool_result_json`) is built the same way when its times are UTC, as the
+runtime's clock makes them: ``isoformat()`` with ``Z`` for ``+00:00`` is what
+pydantic writes.
 """
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from avo.exceptions import AvoError
-from avo.models import FinishReason, ModelResponse, TokenUsage, ToolCall
+from avo.models import FinishReason, ModelResponse, TokenUsage, ToolCall, ToolResult
 
 
 class _NotPlain(AvoError):
@@ -117,6 +120,30 @@ def response_json(response: ModelResponse) -> dict[str, Any]:
         return compact(response.model_dump(mode="json"))
 
 
+def tool_result_json(result: ToolResult) -> dict[str, Any]:
+    """``result.model_dump(mode="json")``, built directly for the common result."""
+    try:
+        if type(result) is not ToolResult:
+            raise _NotPlain
+        fields = result.__dict__
+        started, finished = fields["started_at"], fields["finished_at"]
+        if started.tzinfo is not UTC or finished.tzinfo is not UTC:
+            raise _NotPlain
+        return {
+            "tool_call_id": fields["tool_call_id"],
+            "tool_name": fields["tool_name"],
+            "success": fields["success"],
+            "output": json_data(fields["output"]),
+            "error": fields["error"],
+            "started_at": started.isoformat()[:-6] + "Z",  # "+00:00" written as pydantic does
+            "finished_at": finished.isoformat()[:-6] + "Z",
+            "duration_ms": fields["duration_ms"],
+        }
+    except _NotPlain:
+        dumped: dict[str, Any] = result.model_dump(mode="json")
+        return dumped
+
+
 def compact(dumped: dict[str, Any]) -> dict[str, Any]:
     """A response's ``model_dump(mode="json")`` in the compact form of :func:`response_json`."""
     out = {key: value for key, value in dumped.items() if value is not None and value != []}
@@ -144,4 +171,4 @@ _OPTIONAL_CALL_KEYS = frozenset({"vendor_id", "signature"})
 _FINISH_VALUE = {reason: reason.value for reason in FinishReason}
 
 
-__all__ = ["compact", "json_data", "response_json", "usage_json"]
+__all__ = ["compact", "json_data", "response_json", "tool_result_json", "usage_json"]

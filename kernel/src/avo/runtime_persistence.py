@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
-from avo._dump import usage_json
+from avo._dump import tool_result_json, usage_json
 from avo._run_context import _RunContext
 from avo._transcript import close_batch
 from avo.events import TERMINAL_EVENT_FOR_STATE, AgentEvent, EventType, validate_event_append
@@ -293,7 +293,7 @@ async def record_tool_result(rt: AgentRuntime, ctx: _RunContext, result: ToolRes
         result = await store_tool_output(rt, ctx, result)
     # One redaction walk, over the result: the other fields are kernel values or
     # copies of the (redacted) result's.
-    dumped = rt.redactor.value(result.model_dump(mode="json"))
+    dumped = rt.redactor.value(tool_result_json(result))
     payload: dict[str, Any] = {
         "tool_call_id": result.tool_call_id,
         "name": dumped["tool_name"],
