@@ -18,9 +18,9 @@ rebuilt from the run's log when a run is resumed (``restore_run``): a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
+import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -55,10 +55,12 @@ class InteractivePrompter:
     The question goes to stderr (stdout carries the run's answer). End of input
     (no terminal, closed stdin) is no answer at all (None): the run stays paused
     for someone else to answer; it never proceeds on silence. Inside a running
-    event loop the answer is read on a daemon thread, so the loop stays
-    responsive: Ctrl-C at the prompt leaves the run paused (resumable) instead
-    of being swallowed by a blocked read. (``avo run`` uses the kernel's own
-    terminal answerer, which also takes a denial reason; this one suits
+    event loop the answer is awaited without blocking the loop (one reader
+    thread per input stream, shared by every prompt), so Ctrl-C at the prompt
+    leaves the run paused (resumable), and a prompt withdrawn because the pause
+    was answered elsewhere (another shell) takes no line from the next prompt;
+    it is told what happened (:meth:`notice`). (``avo run`` uses the kernel's
+    own terminal answerer, which also takes a denial reason; this one suits
     scripts and tests.)
     """
 
@@ -71,12 +73,18 @@ class InteractivePrompter:
         args = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
         out.write(f"Approve {call.name}({args})? [y/N]: ")
         out.flush()
-        stream = self.stdin or sys.stdin
+        lines = _lines_of(self.stdin or sys.stdin)
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:
-            return _yes(stream.readline())
-        return _read_on_a_thread(loop, stream)
+            return _yes(lines.wait())
+        return _read(lines)
+
+    def notice(self, text: str) -> None:
+        """Say what happened to the pause this prompt asked about (answered elsewhere)."""
+        out = self.stdout or sys.stderr
+        out.write(f"\navo: {text}\n")
+        out.flush()
 
 
 def _yes(answer: str) -> bool | None:
@@ -85,23 +93,58 @@ def _yes(answer: str) -> bool | None:
     return answer.strip().lower() in {"y", "yes"}
 
 
-async def _read_on_a_thread(loop: asyncio.AbstractEventLoop, stream: TextIO) -> bool | None:
-    answered: asyncio.Future[str] = loop.create_future()
+class _Lines:
+    """One daemon thread reading a stream's lines into a queue for whichever prompt asks."""
 
-    def deliver(line: str) -> None:
-        if not answered.done():
-            answered.set_result(line)
+    POLL = 0.05
 
-    def read() -> None:
-        try:
-            line = stream.readline()
-        except (OSError, ValueError):  # stdin closed under us: no answer
-            line = ""
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(deliver, line)
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._run, name="avo-approval-prompt", daemon=True).start()
 
-    threading.Thread(target=read, name="avo-approval-prompt", daemon=True).start()
-    return _yes(await answered)
+    def _run(self) -> None:
+        while True:
+            try:
+                line = self.stream.readline()
+            except (OSError, ValueError):  # stdin closed under us: no answer
+                line = ""
+            self.queue.put(line)
+            if not line:
+                return
+
+    def _took(self, line: str) -> str:
+        if not line:
+            self.queue.put(line)  # the end stays the end for every later prompt
+        return line
+
+    def wait(self) -> str:
+        """The next line, blocking ("" at the end of input)."""
+        return self._took(self.queue.get())
+
+    async def next(self) -> str:
+        """The next line without blocking the loop; a cancelled wait takes no line."""
+        while True:
+            try:
+                return self._took(self.queue.get_nowait())
+            except queue.Empty:
+                await asyncio.sleep(self.POLL)
+
+
+_STREAMS: dict[int, _Lines] = {}
+_STREAMS_LOCK = threading.Lock()
+
+
+def _lines_of(stream: TextIO) -> _Lines:
+    with _STREAMS_LOCK:
+        lines = _STREAMS.get(id(stream))
+        if lines is None or lines.stream is not stream:
+            lines = _STREAMS[id(stream)] = _Lines(stream)
+        return lines
+
+
+async def _read(lines: _Lines) -> bool | None:
+    return _yes(await lines.next())
 
 
 @dataclass(frozen=True)
@@ -221,22 +264,36 @@ class PermissionCallback:
         if prompter is None:
             return None
 
-        async def answer(request: HumanRequest) -> Answer | None:
-            if request.kind is RequestKind.QUESTION:
-                return None  # a yes/no prompter cannot answer a question
-            call = ToolCall(
-                tool_call_id=request.tool_call_id,
-                name=request.tool_name,
-                arguments=dict(request.arguments),
-            )
-            given = prompter(call)
-            if inspect.isawaitable(given):
-                given = await given
-            if given is None:
-                return None
-            return Answer.approve(by="prompter") if given else Answer.deny(by="prompter")
+        return _PrompterAnswerer(prompter)
 
-        return answer
+
+class _PrompterAnswerer:
+    """A yes/no prompter as the runtime's answerer (told, through the prompter's own
+    ``notice`` if it has one, when a pause it asked about was answered elsewhere)."""
+
+    def __init__(self, prompter: Prompter) -> None:
+        self.prompter = prompter
+
+    async def __call__(self, request: HumanRequest) -> Answer | None:
+        if request.kind is RequestKind.QUESTION:
+            return None  # a yes/no prompter cannot answer a question
+        call = ToolCall(
+            tool_call_id=request.tool_call_id,
+            name=request.tool_name,
+            arguments=dict(request.arguments),
+        )
+        given = self.prompter(call)
+        if inspect.isawaitable(given):
+            given = await given
+        if given is None:
+            return None
+        return Answer.approve(by="prompter") if given else Answer.deny(by="prompter")
+
+    def notice(self, text: str) -> None:
+        """Pass the runtime's word on to the prompter (if it can say it)."""
+        notice = getattr(self.prompter, "notice", None)
+        if callable(notice):
+            notice(text)
 
 
 def _metadata(tools: Iterable[Any]) -> dict[str, ToolMetadata]:
