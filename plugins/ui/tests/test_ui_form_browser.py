@@ -162,3 +162,68 @@ def test_a_question_answered_from_a_shell_closes_its_form_on_the_open_page(
     finally:
         page.close()
         server.close()
+
+
+SAMPLING = """
+[provider]
+name = "fake"
+[[provider.settings.script]]
+tool_call = {{name = "sdk__summarize", arguments = {{text = "a very long story"}}}}
+[[provider.settings.script]]
+content = "a short story"
+[[provider.settings.script]]
+content = "summarized"
+
+[store]
+location = "runs.db"
+
+[permission]
+mode = "bypass_permissions"
+[[permission.ask]]
+tool = "mcp_sampling"
+reason = "servers use the model only when a person allows it"
+
+[mcp]
+user_servers = false
+[mcp.servers.sdk]
+command = {command}
+"""
+
+
+def test_a_yes_or_no_question_needs_an_explicit_answer(
+    workspace: Workspace, chromium: Any, shots: Path
+) -> None:
+    """An MCP server's sampling request a person must allow: a required yes/no field is two
+    choices, neither picked; answering without one is refused as `avo runs answer` refuses
+    it, "yes" lets the server's request run on the run's model."""
+    server_py = Path(__file__).resolve().parents[2] / "mcp" / "tests" / "sdk_server.py"
+    config = SAMPLING.format(command=json.dumps([sys.executable, str(server_py)]))
+    (workspace.root / "sampling.toml").write_text(config, encoding="utf-8")
+    done = workspace.avo("run", "-c", "sampling.toml", "summarize", check=False)
+    assert done.returncode == 3, done.stderr
+    (run,) = workspace.runs()
+    run_id = run["run_id"]
+    server = Server(workspace, "-c", "sampling.toml")
+    page = chromium.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{server.url}/runs/{run_id}")
+        card = page.locator(".item.k-ask")
+        allow = card.locator(".field[data-field=allow]")
+        assert allow.locator("input[type=radio]").count() == 2
+        assert allow.locator("input[type=radio]:checked").count() == 0  # no silent "no"
+        assert allow.locator(".req").count() == 1
+        page.screenshot(path=str(shots / "form-yes-no.png"), full_page=True, animations="disabled")
+        call_id = card.locator("input[name=call_id]").input_value()
+        page.click("form.decide button.approve")
+        page.wait_for_selector(".notice.error")
+        said = page.locator(".notice.error").inner_text().strip()
+        assert said == _cli_error(workspace, run_id, call_id, "{}"), said
+        assert "field 'allow' is required" in said
+        page.check(".field[data-field=allow] input[value=true]")
+        page.click("form.decide button.approve")
+        page.wait_for_selector(".item.k-end:has-text('run completed')")
+        assert "summarized" in page.locator("#timeline").inner_text()
+    finally:
+        page.close()
+        server.close()

@@ -104,3 +104,24 @@ def test_a_refused_answer_is_shown_again_in_its_fields() -> None:
     assert [chosen for _, _, chosen in drawn["diet"].choices] == [False, True]
     assert drawn["email"].value == ""
     assert refill(form_fields(SCHEMA), "not json") == form_fields(SCHEMA)
+
+
+ALLOW = {
+    "type": "object",
+    "properties": {"allow": {"type": "boolean", "title": "Allow"}},
+    "required": ["allow"],
+}
+
+
+def test_a_required_yes_or_no_is_asked_explicitly() -> None:
+    """A required boolean without a default is two choices, neither picked: no answer is not
+    a silent "no" (the kernel says the field is required, as for avo runs answer)."""
+    [allow] = form_fields(ALLOW)
+    assert (allow.widget, allow.value) == ("yesno", "")
+    assert json.loads(answer_text(ALLOW, _posted(("f.allow", "true")))) == {"allow": True}
+    assert json.loads(answer_text(ALLOW, _posted(("f.allow", "false")))) == {"allow": False}
+    assert json.loads(answer_text(ALLOW, _posted(("f.allow", "1")))) == {"allow": True}  # a box
+    with pytest.raises(ValueError, match="field 'allow' is required"):
+        form_content(ALLOW, answer_text(ALLOW, _posted()))
+    [again] = refill(form_fields(ALLOW), '{"allow": false}')
+    assert again.value == "false"

@@ -1,11 +1,12 @@
 """A tool's question with a form (an MCP server's elicitation) as HTML fields, and back.
 
 The run page shows one labelled input per field of the form's JSON schema
-(text, number, date, e-mail, a yes/no box, a pick list, or boxes to tick for
-several choices), with required fields marked and defaults filled in. What
-is posted back is turned into the JSON object the kernel reads against the
-form (:func:`avo.forms.form_content`, through ``avo.ops.answer``), so a
-misfit is refused with the same one-line error ``avo runs answer`` gives.
+(text, number, date, e-mail, a box to tick or an explicit yes/no for a
+required one, a pick list, or boxes to tick for several choices), with
+required fields marked and defaults filled in. What is posted back is
+turned into the JSON object the kernel reads against the form
+(:func:`avo.forms.form_content`, through ``avo.ops.answer``), so a misfit is
+refused with the same one-line error ``avo runs answer`` gives.
 Field ``x`` is posted as ``f.x``.
 """
 
@@ -19,6 +20,8 @@ from typing import Any
 from avo.forms import fields
 
 PREFIX = "f."
+_YES = {"true", "1", "yes", "on"}  # what a yes posts (a radio's value, or a ticked box's)
+_NO = {"false", "0", "no"}
 _FORMATS = {"email": "email", "date": "date", "uri": "url", "date-time": "datetime-local"}
 
 
@@ -30,7 +33,7 @@ class FormField:
     label: str
     hint: str
     required: bool
-    widget: str  # "input" | "checkbox" | "select" | "ticks"
+    widget: str  # "input" | "checkbox" | "yesno" | "select" | "ticks"
     input_type: str = "text"  # for "input": text, number, email, date, url
     value: str = ""  # the default, as the input shows it
     choices: list[tuple[str, str, bool]] = field(default_factory=list)  # (value, label, chosen)
@@ -87,6 +90,8 @@ def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
         elif choices is not None:
             options = [(json.dumps(v), label, v == default) for v, label in choices]
             drawn.append(FormField(widget="select", choices=options, **common))
+        elif kind == "boolean" and common["required"] and "default" not in spec:
+            drawn.append(FormField(widget="yesno", **common))  # an explicit yes or no
         elif kind == "boolean":
             drawn.append(FormField(widget="checkbox", value="1" if default else "", **common))
         elif kind in ("number", "integer"):
@@ -125,6 +130,8 @@ def refill(drawn: list[FormField], given: str) -> list[FormField]:
         value = values[spec.name]
         if spec.widget == "checkbox":
             spec = replace(spec, value="1" if value is True else "")
+        elif spec.widget == "yesno":
+            spec = replace(spec, value=json.dumps(value) if isinstance(value, bool) else "")
         elif spec.widget in ("select", "ticks"):
             wanted = value if spec.widget == "ticks" and isinstance(value, list) else [value]
             texts = {json.dumps(v) for v in wanted}
@@ -165,6 +172,11 @@ def answer_text(schema: Mapping[str, Any], posted: Any) -> str:
             continue
         if spec.widget == "checkbox":
             content[spec.name] = posted.get(spec.key) is not None
+            continue
+        if spec.widget == "yesno":
+            said = str(posted.get(spec.key) or "").lower()
+            if said in _YES or said in _NO:  # neither picked: left out (the kernel says required)
+                content[spec.name] = said in _YES
             continue
         text = str(posted.get(spec.key) or "").strip()
         if not text:
