@@ -338,6 +338,12 @@ class _Fold:
         if kind is EventType.TOOL_DENIED:
             by = payload.get("blocked_by", "approval")
             return f"{label} denied by {by}: {_preview(payload.get('reason', ''))}"
+        if kind is EventType.TOOL_PROGRESS:
+            done, total = payload.get("progress"), payload.get("total")
+            note = payload.get("message")
+            amount = f"{done:g}" if isinstance(done, int | float) else "?"
+            amount += f"/{total:g}" if isinstance(total, int | float) else ""
+            return f"{label} progress {amount}" + (f" {_preview(note, 60)}" if note else "")
         return label
 
 

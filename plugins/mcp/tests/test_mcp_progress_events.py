@@ -113,5 +113,8 @@ def test_a_chatty_server_is_throttled_and_the_last_word_is_kept(tmp_path: Path) 
     text = trace.stdout
     assert "tool_progress" in text
     assert "step 1" in text and "step 40" in text  # the first at once, the newest at the end
+    shown = avo(tmp_path, "runs", "inspect", run_id).stdout  # the table a person reads
+    assert "sdk__count [" in shown and "progress 1/40 step 1" in shown
+    assert "progress 40/40 step 40" in shown
     replayed = avo(tmp_path, "replay", run_id)  # progress is not compared by replay
     assert replayed.returncode == 0 and " ok " in replayed.stdout, replayed.stdout + replayed.stderr
