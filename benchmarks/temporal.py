@@ -77,13 +77,15 @@ class _Fleet(Fleet):
         return env
 
 
-async def _in_process(fleet: _Fleet, runs: int) -> float:
+async def _in_process(fleet: _Fleet, runs: int, *, shared: bool = False) -> float:
     """Seconds to drive ``runs`` runs concurrently in this process, one runtime each.
 
     One ``AgentRuntime`` drives one run at a time (its lock), so concurrent runs
     need a runtime each, as the web UI composes one per run; all share one open
     store. The runtimes are composed before the clock starts (a server would
-    keep them ready; the workers compose theirs once at start).
+    keep them ready; the workers compose theirs once at start). ``shared``
+    gives all runs one runtime instead (they then run one after another: the
+    earlier baseline, kept as a row to show the difference).
     """
     if str(fleet.plugins) not in sys.path:
         sys.path.insert(0, str(fleet.plugins))
@@ -95,10 +97,11 @@ async def _in_process(fleet: _Fleet, runs: int) -> float:
                 await stack.enter_async_context(
                     compose(resolved=resolved, event_store=store, workspace=str(fleet.root))
                 )
-                for _ in range(runs)
+                for _ in range(1 if shared else runs)
             ]
+            runtimes = [made[0].runtime] * runs if shared else [one.runtime for one in made]
             started = time.perf_counter()
-            await asyncio.gather(*(one.runtime.run(f"ip-{new_id()}") for one in made))
+            await asyncio.gather(*(runtime.run(f"ip-{new_id()}") for runtime in runtimes))
             return time.perf_counter() - started
     finally:
         await store.close()
@@ -140,8 +143,10 @@ class Config:
         server: str = "file",
         store: str = "sqlite",
         source: Path | None = None,
+        shared: bool = False,
     ) -> None:
         self.name, self.workers, self.latency = name, workers, latency
+        self.shared = shared  # in process: all runs on one runtime (one after another)
         self.server, self.store, self.source = server, store, source
         self.rates: list[float] = []
         self.step: float | None = None  # seconds per step of a single run
@@ -168,7 +173,7 @@ class Config:
         fleet = self.fleet(root, address, dsn)
         if not self.workers:
             asyncio.run(_in_process(fleet, 2))  # warm up
-            self.rates.append(runs / asyncio.run(_in_process(fleet, runs)))
+            self.rates.append(runs / asyncio.run(_in_process(fleet, runs, shared=self.shared)))
             if single:
                 self.step = min(self.step or 1e9, asyncio.run(_in_process(fleet, 1)) / STEPS)
             return
@@ -203,6 +208,7 @@ def _configs(before: Path | None, postgres: bool) -> list[Config]:
                 Config(f"temporal, {workers}w, postgres", workers=workers, store="postgres")
             )
     rows.append(Config(f"in-process, {LATENCY:g}s model", latency=LATENCY))
+    rows.append(Config(f"in-process, {LATENCY:g}s model, 1 runtime", latency=LATENCY, shared=True))
     for label, source in versions:
         for workers in (1, 2, 4):
             rows.append(
@@ -266,7 +272,7 @@ def _report(configs: list[Config], runs: int, rounds: int, loads: list[float]) -
     )
     base: dict[tuple[bool, str], Config] = {}  # the in-process row per (latency?, store)
     for config in configs:
-        if not config.workers:
+        if not config.workers and not config.shared:
             base[bool(config.latency), config.store] = config
     print(f"{'configuration':<38} {'runs/s':>8} {'vs in-process':>14} {'step ms':>8}")
     for config in configs:
