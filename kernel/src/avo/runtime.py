@@ -21,10 +21,6 @@ from avo.approval import Answer, Answerer
 from avo.circuit_breaker import CircuitBreaker
 from avo.events import AgentEvent, EventType, RunLogState, validate_event_append
 from avo.exceptions import (
-    ApprovalError,
-    CheckpointNotFoundError,
-    RunAlreadyTerminalError,
-    RunNotFoundError,
     StorageError,
     UnsafeResumeError,
 )
@@ -44,31 +40,22 @@ from avo.policies import LoopPolicy
 from avo.providers.base import ModelProvider
 from avo.redaction import Redactor, StreamRedactor
 from avo.runtime_answers import output_json_schema, schema_instruction
-from avo.runtime_approval import record_given_answers, restore_turn
 from avo.runtime_handlers import HANDLERS
-from avo.runtime_outcomes import awaiting_outcome, expire_outcome_requests, fail_cut_reruns
 from avo.runtime_persistence import (
-    append,
-    checkpoint,
     flush,
     notify_appended,
-    restore_provider,
     result_of,
     terminate,
-    transition,
 )
 from avo.runtime_plugins import (
     call_plugins,
-    check_plugin_set,
     plugin_set,
     run_created_payload,
     start_breaker,
 )
 from avo.runtime_recovery import (
-    call_ids_given,
-    check_output_schema,
-    context_from_checkpoint,
-    recover_results_after_checkpoint,
+    has_media,
+    resumed_context,
 )
 from avo.runtime_tools import always_approve
 from avo.state import RunState, StopReason, is_terminal
@@ -88,15 +75,6 @@ logger = logging.getLogger("avo.runtime")
 
 
 _utc_now_fast: Clock = functools.partial(datetime.now, UTC)
-
-
-def _has_media(messages: Iterable[Mapping[str, Any]]) -> bool:
-    """True when a transcript holds images or documents (checked once per run)."""
-    if not any(type(message.get("content")) is list for message in messages):
-        return False
-    from avo.content_blocks import messages_have_media
-
-    return messages_have_media(messages)
 
 
 class AgentRuntime:
@@ -344,7 +322,7 @@ class AgentRuntime:
                 output_schema=schema,
             )
             scope.attach(ctx)
-            if content is not None or (setup.carried and _has_media(setup.carried)):
+            if content is not None or (setup.carried and has_media(setup.carried)):
                 ctx.media = True
             validate_event_append(ctx.log, event)
             ctx.run = await self.event_store.create_run(run, event)
@@ -413,83 +391,10 @@ class AgentRuntime:
         output_schema: type[Any] | None,
         answers: Mapping[str, Answer | bool | str] | None = None,
     ) -> RunResult:
-        schema = output_json_schema(output_schema) if output_schema is not None else None
-        from avo._run_setup import RunScope, session_of
+        from avo._run_setup import RunScope
 
         async with RunScope(self) as scope:
-            run = await self.event_store.get_run(run_id)
-            if run is None:
-                raise RunNotFoundError(
-                    f"Run {run_id!r} was not found in the event store", run_id=run_id
-                )
-            if is_terminal(run.state) or await self.event_store.is_terminal_run(run_id):
-                raise RunAlreadyTerminalError(
-                    f"Run {run_id!r} already finished ({run.state.value}"
-                    f"{', ' + run.stop_reason.value if run.stop_reason else ''}); "
-                    "there is nothing to resume",
-                    run_id=run_id,
-                )
-            cp = await self.event_store.get_latest_checkpoint(run_id)
-            if cp is None:
-                raise CheckpointNotFoundError(
-                    f"Run {run_id!r} has no checkpoint to resume from", run_id=run_id
-                )
-            events = await self.event_store.get_events(run_id)
-            log = RunLogState.from_events(run_id, events)
-            check_plugin_set(self, run_id, events)
-            check_output_schema(run_id, events, schema)
-            unsafe = log.open_tool_calls
-            if unsafe and log.requested_inputs:  # a person decides about these (their effect
-                unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
-            open_calls = sorted(unsafe)
-            if open_calls:
-                raise UnsafeResumeError(
-                    "Cannot safely resume because these tool calls started without a durable "
-                    f"result: {', '.join(open_calls)}",
-                    run_id=run_id,
-                    tool_call_ids=tuple(open_calls),
-                )
-            restore_provider(self, run_id, cp.provider_metadata)
-            setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
-            ctx = context_from_checkpoint(self, run, log, cp)
-            ctx.media = _has_media(ctx.messages)
-            scope.attach(ctx, cp.shaper_state)
-            ctx.call_ids_seen = call_ids_given(events)
-            ctx.output_model = output_schema
-            ctx.output_schema = schema
-            restore_turn(self, ctx, events)
-            target = recover_results_after_checkpoint(ctx, cp, events)
-            ctx.run = replaced(ctx.run, state=log.state)
-            if answers:
-                if log.state is not RunState.PAUSED:
-                    raise ApprovalError(
-                        f"run {run_id} is not waiting for an answer (it is {log.state.value})",
-                        run_id=run_id,
-                    )
-                record_given_answers(self, ctx, dict(answers))
-            if ctx.asked:  # calls whose effect is unknown (see avo.runtime_outcomes)
-                await fail_cut_reruns(self, ctx, events)
-                if log.state is RunState.PAUSED:
-                    expire_outcome_requests(self, ctx)
-            if log.state is not target:
-                if log.state is not RunState.PAUSED:
-                    transition(self, ctx, RunState.PAUSED)
-                transition(self, ctx, target)
-            append(
-                self,
-                ctx,
-                EventType.RUN_RESUMED,
-                {
-                    "checkpoint_id": cp.checkpoint_id,
-                    "checkpoint_sequence": cp.last_event_sequence,
-                    "state": target.value,
-                    **setup.payload(),
-                    **({"hooks_again": sorted(ctx.hooks_again)} if ctx.hooks_again else {}),
-                },
-            )
-            if target is not cp.state:
-                await checkpoint(self, ctx)
-            start_breaker(self)
+            ctx = await resumed_context(self, scope, run_id, output_schema, answers)
             return await self._drive(ctx)
 
     async def inspect(self, run_id: str) -> RunTrace:

@@ -1,25 +1,40 @@
-"""Resuming a run: its context from a checkpoint, and the durable results after it.
+"""Resuming a run: the checks that refuse it, its context from a checkpoint, and the
+durable results after it.
 
-Split from :mod:`avo.runtime` (the loop itself); the runtime's ``resume`` and
-``avo.ops`` call these.
+Split from :mod:`avo.runtime` (the loop itself): ``AgentRuntime.resume`` drives
+what :func:`resumed_context` prepares; ``avo.ops`` uses the pieces.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
 from avo._run_context import _RunContext
 from avo._transcript import close_batch, tool_calls_message, trim_batch
+from avo.approval import Answer
 from avo.events import AgentEvent, EventType, RunLogState
-from avo.exceptions import UnsafeResumeError
-from avo.models import Checkpoint, RunRecord, ToolResult
+from avo.exceptions import (
+    ApprovalError,
+    CheckpointNotFoundError,
+    RunAlreadyTerminalError,
+    RunNotFoundError,
+    UnsafeResumeError,
+)
+from avo.models import Checkpoint, RunRecord, ToolResult, replaced
 from avo.policies import LoopPolicy
 from avo.progress import ProgressDetector
-from avo.state import RunState
+from avo.runtime_answers import output_json_schema
+from avo.runtime_approval import record_given_answers, restore_turn
+from avo.runtime_outcomes import awaiting_outcome, expire_outcome_requests, fail_cut_reruns
+from avo.runtime_persistence import append, checkpoint, restore_provider, transition
+from avo.runtime_plugins import check_plugin_set, start_breaker
+from avo.state import RunState, is_terminal
 
 if TYPE_CHECKING:
+    from avo._run_setup import RunScope
     from avo.runtime import AgentRuntime
 
 BATCH_STATES = (RunState.TOOL_PENDING, RunState.APPROVAL_PENDING, RunState.TOOL_EXECUTING)
@@ -162,3 +177,104 @@ __all__ = [
     "context_from_checkpoint",
     "recover_results_after_checkpoint",
 ]
+
+
+def has_media(messages: Iterable[Mapping[str, Any]]) -> bool:
+    """True when a transcript holds images or documents (checked once per run)."""
+    if not any(type(message.get("content")) is list for message in messages):
+        return False
+    from avo.content_blocks import messages_have_media
+
+    return messages_have_media(messages)
+
+
+async def resumed_context(
+    rt: AgentRuntime,
+    scope: RunScope,
+    run_id: str,
+    output_schema: type[Any] | None,
+    answers: Mapping[str, Answer | bool | str] | None,
+) -> _RunContext:
+    """Everything ``AgentRuntime.resume`` does before it drives the run again.
+
+    Refuses a run that is missing, finished, without a checkpoint, started
+    with other plugins or another output schema, or that has tool calls
+    started without a durable result; otherwise rebuilds the run's context
+    from its checkpoint and log, records ``answers``, and appends RUN_RESUMED
+    (with a checkpoint when the state moved).
+    """
+    from avo._run_setup import session_of
+
+    schema = output_json_schema(output_schema) if output_schema is not None else None
+    run = await rt.event_store.get_run(run_id)
+    if run is None:
+        raise RunNotFoundError(f"Run {run_id!r} was not found in the event store", run_id=run_id)
+    if is_terminal(run.state) or await rt.event_store.is_terminal_run(run_id):
+        raise RunAlreadyTerminalError(
+            f"Run {run_id!r} already finished ({run.state.value}"
+            f"{', ' + run.stop_reason.value if run.stop_reason else ''}); "
+            "there is nothing to resume",
+            run_id=run_id,
+        )
+    cp = await rt.event_store.get_latest_checkpoint(run_id)
+    if cp is None:
+        raise CheckpointNotFoundError(
+            f"Run {run_id!r} has no checkpoint to resume from", run_id=run_id
+        )
+    events = await rt.event_store.get_events(run_id)
+    log = RunLogState.from_events(run_id, events)
+    check_plugin_set(rt, run_id, events)
+    check_output_schema(run_id, events, schema)
+    unsafe = log.open_tool_calls
+    if unsafe and log.requested_inputs:  # a person decides about these (their effect
+        unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
+    open_calls = sorted(unsafe)
+    if open_calls:
+        raise UnsafeResumeError(
+            "Cannot safely resume because these tool calls started without a durable "
+            f"result: {', '.join(open_calls)}",
+            run_id=run_id,
+            tool_call_ids=tuple(open_calls),
+        )
+    restore_provider(rt, run_id, cp.provider_metadata)
+    setup = await scope.prepare(run_id, run.task, session_of(events), resumed=True)
+    ctx = context_from_checkpoint(rt, run, log, cp)
+    ctx.media = has_media(ctx.messages)
+    scope.attach(ctx, cp.shaper_state)
+    ctx.call_ids_seen = call_ids_given(events)
+    ctx.output_model = output_schema
+    ctx.output_schema = schema
+    restore_turn(rt, ctx, events)
+    target = recover_results_after_checkpoint(ctx, cp, events)
+    ctx.run = replaced(ctx.run, state=log.state)
+    if answers:
+        if log.state is not RunState.PAUSED:
+            raise ApprovalError(
+                f"run {run_id} is not waiting for an answer (it is {log.state.value})",
+                run_id=run_id,
+            )
+        record_given_answers(rt, ctx, dict(answers))
+    if ctx.asked:  # calls whose effect is unknown (see avo.runtime_outcomes)
+        await fail_cut_reruns(rt, ctx, events)
+        if log.state is RunState.PAUSED:
+            expire_outcome_requests(rt, ctx)
+    if log.state is not target:
+        if log.state is not RunState.PAUSED:
+            transition(rt, ctx, RunState.PAUSED)
+        transition(rt, ctx, target)
+    append(
+        rt,
+        ctx,
+        EventType.RUN_RESUMED,
+        {
+            "checkpoint_id": cp.checkpoint_id,
+            "checkpoint_sequence": cp.last_event_sequence,
+            "state": target.value,
+            **setup.payload(),
+            **({"hooks_again": sorted(ctx.hooks_again)} if ctx.hooks_again else {}),
+        },
+    )
+    if target is not cp.state:
+        await checkpoint(rt, ctx)
+    start_breaker(rt)
+    return ctx
