@@ -26,15 +26,6 @@ prints:
 - gc µs per step: the time the cyclic garbage collector ran, per step (on
   the loop thread): it grows with the live objects of many runs.
 
-The loop thread's idle share is 1 - loop µs x steps/s / 1e6. On SQLite a
-batch that arrives while a group's commit runs on the worker thread is
-staged on the loop thread and committed by the next commit (see
-docs/stores.md), so the loop need not wait for the connection; on a quiet
-two-core machine that left throughput at 100 runs unchanged (the worker's
-part of a commit is mostly Python too, and waits for the GIL), which is why
-these ratios stay near 1x: the 3x target is not reachable by one event
-loop on two cores.
-
 Levels below 100 runs are repeated (waves) until about 2,000 steps are
 measured, and every level is measured in interleaved rounds (the best round
 is reported, the median beside it), since this shared machine's figures move

@@ -48,7 +48,6 @@ from avo_sqlite._heads import HeadOps
 from avo_sqlite._leases import LeaseOps
 from avo_sqlite._neighbours import register, unregister
 from avo_sqlite._payloads import event_row, insert_events
-from avo_sqlite._pipeline import PipelineOps
 from avo_sqlite._reads import ReadOps
 from avo_sqlite._retention import RetentionOps
 from avo_sqlite._schema import BUSY_TIMEOUT_MS, open_database
@@ -71,7 +70,7 @@ or end the run. Other writes are acknowledged at once and committed with the nex
 group commit, at the latest ``commit_delay`` seconds later."""
 
 
-class SQLiteCore(Transactions, PipelineOps, HeadOps, LeaseOps, ReadOps, RetentionOps):
+class SQLiteCore(Transactions, HeadOps, LeaseOps, ReadOps, RetentionOps):
     """One connection plus the per-run invariant and checkpoint caches.
 
     What the database holds after a crash is always a prefix of each run's
@@ -248,16 +247,6 @@ class SQLiteCore(Transactions, PipelineOps, HeadOps, LeaseOps, ReadOps, Retentio
                 first_item = next_item(self.conn, key)
         if key is None:
             raise RunNotFoundError(f"run {run_id} does not exist", run_id=run_id)
-        return self._planned(run_id, key, cursor, checkpoint, first_item)
-
-    @staticmethod
-    def _planned(
-        run_id: str,
-        key: int,
-        cursor: CheckpointCursor | None,
-        checkpoint: Checkpoint,
-        first_item: int = 1,
-    ) -> DeltaPlan:
         try:
             return plan_delta(key, cursor, checkpoint, first_item)
         except (TypeError, ValueError) as exc:

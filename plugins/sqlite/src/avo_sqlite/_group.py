@@ -16,13 +16,8 @@ then waits here for the transaction it landed in to commit:
   the round's pages to the WAL with the GIL released, while the runs that did
   not write in that round go on with their steps on the loop thread. With FULL
   (or EXTRA) every commit runs on the worker thread. Writes that arrive while
-  a commit is in flight do not wait for it when they can be staged without the
-  connection (``_pipeline``): the loop thread validates and encodes them while
-  the worker commits, and once that commit lands the worker inserts and
-  commits them all (the next group); each caller returns once its own batch
-  is committed. Other calls (reads, single writes, leases, a run's first
-  batch here) wait for the connection; while one waits, the staged batches
-  wait for it, so a steady stream of batches cannot keep it out.
+  a commit is in flight wait for it and then open the next transaction, which
+  the next commit makes durable: the commit (and its fsync) is shared.
 
 Effect-free writes are acknowledged at once and ride the next commit, at
 the latest ``commit_delay`` seconds later (the worker thread commits them
@@ -38,22 +33,9 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from avo.events import AgentEvent
-
 if TYPE_CHECKING:
     from avo_sqlite._core import SQLiteCore
-    from avo_sqlite._pipeline import Piped
     from avo_sqlite._worker import Worker
-
-
-class _Pipeline:
-    """Batches staged while a commit was in flight, committed together next."""
-
-    def __init__(self) -> None:
-        self.batches: list[Piped] = []
-        self.ripe = False  # the round it began in ended: commit it once the connection is free
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.error: BaseException | None = None  # what every batch of it gets
 
 
 def cancel_again() -> None:
@@ -79,11 +61,6 @@ class GroupCommit:
         self._soon: dict[int, asyncio.Handle] = {}  # transaction -> its commit, this round
         self.in_flight: asyncio.Future[Any] | None = None  # a commit on the worker thread
         self._last_run: str | None = None
-        self.pipeline: _Pipeline | None = None  # staged batches waiting for the connection
-        self.conn_waiters = 0  # calls waiting for (or using) the connection
-        self._window: set[str] = set()  # runs that wrote since one of them wrote twice
-        self._writers = 0  # runs writing in turn: the size of the last such window
-        self.staged = 0  # batches staged while the connection was busy, so far
 
     # ------------------------------------------------------------------ waiting
     async def durable(self, gen: int, grouped: bool) -> None:
@@ -111,11 +88,7 @@ class GroupCommit:
         cancelled = False
         while self._core.committed_gen < gen:
             future: asyncio.Future[None] = loop.create_future()
-            waiting = self._waiting.setdefault(gen, [])
-            waiting.append(future)
-            if len(waiting) >= self._split() and self.in_flight is None:
-                # half the writers are in: commit them now, stage the others meanwhile
-                self._commit(gen, False)
+            self._waiting.setdefault(gen, []).append(future)
             try:
                 await future
             except asyncio.CancelledError:
@@ -149,95 +122,10 @@ class GroupCommit:
             with contextlib.suppress(Exception):  # the commit's waiters get its outcome
                 await asyncio.shield(flight)
 
-    async def pipelined(self, stored: list[AgentEvent], piped: Piped) -> list[AgentEvent]:
-        """Queue a staged batch for the next commit; return ``stored`` once it is durable.
-
-        Raises the StorageError of its commit, or its own if it was refused
-        alone. A cancellation while it waits is delivered once it is settled
-        (the batch is in the log summary: it must be stored or dropped first).
-        """
-        pipeline = self.pipeline
-        if pipeline is None:
-            pipeline = self.pipeline = _Pipeline()
-            asyncio.get_running_loop().call_soon(self._ripen, pipeline)
-        pipeline.batches.append(piped)
-        self.staged += 1
-        self._kick()
-        cancelled = False
-        while not pipeline.done.done():
-            try:
-                await asyncio.shield(pipeline.done)
-            except asyncio.CancelledError:
-                cancelled = True
-        if cancelled:
-            cancel_again()
-        error = self._core.write_errors.pop(piped.write, None) or pipeline.error
-        if error is not None:
-            raise error
-        return stored
-
-    def busy(self) -> bool:
-        """True while a batch would wait for the connection (it may be staged instead)."""
-        return self.in_flight is not None or self.pipeline is not None or self.conn_waiters > 0
-
-    def _split(self) -> int:
-        """Batches at which a group commits before its round ends: half of the writers.
-
-        Many runs writing in turn then settle into two halves, one committing on
-        the worker while the loop thread runs the other's steps, instead of all
-        of them waiting for one commit while the loop thread idles.
-        """
-        return max(4, self._writers // 2)
-
-    def _ripen(self, pipeline: _Pipeline) -> None:
-        pipeline.ripe = True
-        self._kick()
-
-    def _kick(self) -> None:
-        """Hand the staged batches to the worker once the connection is free for them.
-
-        Once half the writers are staged (see ``_split``) or their round ended.
-        """
-        pipeline = self.pipeline
-        if pipeline is None or self.in_flight is not None or self.conn_waiters:
-            return
-        if not pipeline.ripe and len(pipeline.batches) < self._split():
-            return
-        self.pipeline = None
-        flight = asyncio.wrap_future(
-            self._worker.submit(self._core.commit_pipeline, pipeline.batches)
-        )
-        self.in_flight = flight
-
-        def done(finished: asyncio.Future[Any]) -> None:
-            self.in_flight = None
-            if finished.cancelled():  # (the worker never cancels a call it took)
-                pipeline.error = asyncio.CancelledError()
-            else:
-                pipeline.error = finished.exception()
-            pipeline.done.set_result(None)
-            self._settle()
-            self._kick()
-
-        flight.add_done_callback(done)
-
-    def leave(self) -> None:
-        """A call that waited for the connection is done with it (see ``_call``)."""
-        self.conn_waiters -= 1
-        if not self.conn_waiters and self.pipeline is not None:
-            self._kick()
-
     async def commit_now(self) -> None:
-        """Commit the open transaction (if any) and wait for it: ``store.flush()``.
-
-        Staged batches are committed first.
-        """
+        """Commit the open transaction (if any) and wait for it: ``store.flush()``."""
         core = self._core
         await self.landed()
-        while self.pipeline is not None:
-            self.pipeline.ripe = True
-            self._kick()
-            await self.landed()
         gen = core.txn_gen
         if core.committed_gen < gen:
             self._commit(gen)
@@ -256,11 +144,6 @@ class GroupCommit:
         """
         grouping = self._last_run is not None and run_id != self._last_run
         self._last_run = run_id
-        window = self._window
-        if run_id in window:  # every run writing in turn has written once
-            self._writers = len(window)
-            window.clear()
-        window.add(run_id)
         return grouping
 
     # ------------------------------------------------------------------ committing
@@ -299,7 +182,6 @@ class GroupCommit:
             if not finished.cancelled():
                 finished.exception()  # recorded in core.failed; retrieved here
             self._settle()
-            self._kick()
 
         flight.add_done_callback(done)
 

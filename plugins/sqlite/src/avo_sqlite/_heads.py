@@ -13,8 +13,6 @@ from avo.exceptions import RunNotFoundError
 from avo.models import RunRecord
 from avo.storage.text import record_json
 
-_UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)  # UPDATE ... FROM
-
 
 class HeadOps:
     """Writes of a run's head row (see ``_core``)."""
@@ -25,42 +23,11 @@ class HeadOps:
     _pending_runs: dict[str, RunRecord]
 
     def _sync_runs(self) -> None:
-        """Write the deferred run records (inside the open transaction).
-
-        Several at once in one statement (one step of SQLite, see
-        ``_txn.insert_rows``) when their keys are known and ``created_at`` is
-        unchanged, which is the rule; the others one by one.
-        """
-        pending = self._pending_runs
-        if not pending:
-            return
-        if len(pending) > 1 and _UPDATE_FROM:
-            keys, created = self._keys, self._created
-            bulk: list[RunRecord] = []
-            single: list[RunRecord] = []
-            for run in pending.values():
-                key = keys.get(run.run_id)
-                if key is not None and created.get(run.run_id) == run.created_at:
-                    bulk.append(run)
-                else:
-                    single.append(run)
-            for start in range(0, len(bulk), 64):
-                chunk = bulk[start : start + 64]
-                params = [v for run in chunk for v in (keys[run.run_id], *head_params(run))]
-                values = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
-                cursor = self.conn.execute(
-                    "UPDATE runs SET updated_at = v.column2, state = v.column3, record = v.column4"
-                    f" FROM (VALUES {values}) AS v WHERE runs.run_key = v.column1",
-                    params,
-                )
-                if cursor.rowcount != len(chunk):  # a run is gone: name it
-                    single.extend(chunk)
-            for run in single:
+        """Write the deferred run records (inside the open transaction)."""
+        if self._pending_runs:
+            for run in self._pending_runs.values():
                 self._update_head(run)
-        else:
-            for run in pending.values():
-                self._update_head(run)
-        pending.clear()
+            self._pending_runs.clear()
 
     def _update_head(self, run: RunRecord) -> None:
         """UPDATE a run's row; raises RunNotFoundError if there is none.

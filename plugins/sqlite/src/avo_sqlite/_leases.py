@@ -16,7 +16,6 @@ class LeaseOps:
 
     conn: sqlite3.Connection
     _leases_checked: set[tuple[str, int | None]]
-    checks_epoch: int
 
     def _write(
         self, run_id: str, action: str, *, barrier: bool
@@ -69,7 +68,6 @@ class LeaseOps:
             raise LeaseError(f"lease ttl must be positive seconds, got {ttl!r}", run_id=run_id)
         with self._write(run_id, "acquiring a lease", barrier=True) as conn:
             self._leases_checked.clear()  # the token moves: earlier checks no longer hold
-            self.checks_epoch += 1  # and batches staged on them are checked again
             now = time.time()
             row = conn.execute(
                 "SELECT owner, token, expires_at FROM leases WHERE run_id = ?", (run_id,)
@@ -101,7 +99,6 @@ class LeaseOps:
     def release_lease(self, lease: Lease) -> None:
         with self._write(lease.run_id, "releasing a lease", barrier=True) as conn:
             self._leases_checked.clear()
-            self.checks_epoch += 1
             conn.execute(
                 "UPDATE leases SET owner = NULL, expires_at = 0"
                 " WHERE run_id = ? AND token = ? AND owner = ?",

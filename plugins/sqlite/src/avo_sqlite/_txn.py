@@ -48,7 +48,7 @@ T = TypeVar("T")
 
 
 @dataclass
-class Deferred:
+class _Deferred:
     """One batch's rows, waiting for the commit (see the module docstring)."""
 
     write: int  # Transactions.write_id of the batch's write
@@ -59,39 +59,16 @@ class Deferred:
     pending_run: RunRecord | None  # the run head pending before the batch
 
 
-_CHUNKS = (64, 16, 4, 1)  # rows per multi-row INSERT: few statement texts, few statements
-
-
-def insert_rows(conn: sqlite3.Connection, insert: str, rows: list[Any]) -> None:
-    """``conn.executemany(insert, rows)`` in a few multi-row statements.
-
-    ``executemany`` steps SQLite once a row, releasing and taking back the GIL
-    each time; on the worker thread, while the event loop thread runs Python,
-    each taking back can wait for the loop's switch interval. A statement of
-    64 rows steps once.
-    """
-    if len(rows) < 2:
-        if rows:
-            conn.execute(insert, rows[0])
-        return
-    head, _, values = insert.rpartition(" VALUES ")
-    done = 0
-    for size in _CHUNKS:
-        if len(rows) - done < size:
-            continue
-        sql = f"{head} VALUES {', '.join([values] * size)}"
-        while len(rows) - done >= size:
-            conn.execute(sql, [value for row in rows[done : done + size] for value in row])
-            done += size
-
-
-def _insert(conn: sqlite3.Connection, batches: list[Deferred]) -> None:
+def _insert(conn: sqlite3.Connection, batches: list[_Deferred]) -> None:
     events = [row for batch in batches for row in batch.events]
     items = [row for batch in batches for row in batch.items]
     heads = [batch.head for batch in batches if batch.head is not None]
-    insert_rows(conn, INSERT_ROOT_EVENT, events)
-    insert_rows(conn, INSERT_ITEM, items)
-    insert_rows(conn, INSERT_HEAD, heads)
+    if events:
+        conn.executemany(INSERT_ROOT_EVENT, events)
+    if items:
+        conn.executemany(INSERT_ITEM, items)
+    if heads:
+        conn.executemany(INSERT_HEAD, heads)
 
 
 class WouldBlock(Exception):
@@ -126,14 +103,10 @@ class Transactions:
         self.acked = False  # the open transaction holds writes already acknowledged
         self.wal_dirty = False
         # Rows of batches in the open transaction, not inserted yet (see the module docstring).
-        self._deferred: list[Deferred] = []
+        self._deferred: list[_Deferred] = []
         self.write_id = 0  # numbers writes, for the errors of their deferred rows
         self.joining = False  # the current write joined a transaction begun by another
         self.write_errors: dict[int, StorageError] = {}  # write -> why its rows failed
-        self._txn_runs: set[str] = set()  # runs written in the open transaction
-        # Bumped whenever cached checks may no longer hold (another connection committed,
-        # a lease changed here): batches staged before it are checked again (``_pipeline``).
-        self.checks_epoch = 0
 
     if TYPE_CHECKING:  # provided by HeadOps and SQLiteCore (this class comes first in the MRO)
 
@@ -141,22 +114,13 @@ class Transactions:
 
         def _forget(self, run_id: str) -> None: ...
 
-    def _drop_written(self) -> None:
-        """Forget what the rolled-back transaction's runs had cached (it held their writes).
-
-        Only those runs: the others' caches still describe the database, and the
-        event loop thread may be staging their next batches meanwhile (``_pipeline``).
-        """
+    def _drop_caches(self) -> None:
         self._clear_deferred()
         self._pending_runs.clear()
-        runs, self._txn_runs = self._txn_runs, set()
-        for run_id in runs:
-            self._forget(run_id)
-            self._keys.pop(run_id, None)  # a run created by the transaction is gone again
-            self._created.pop(run_id, None)
-        # a new set (not cleared in place): the loop thread may be reading the old one
-        checked = list(self._leases_checked)
-        self._leases_checked = {check for check in checked if check[0] not in runs}
+        self._states.clear()
+        self._cursors.clear()
+        self._fresh.clear()
+        self._leases_checked.clear()
 
     def _error(self, action: str, exc: sqlite3.Error | UnicodeEncodeError) -> StorageError:
         if isinstance(exc, UnicodeEncodeError):  # text sqlite3 cannot bind (a lone surrogate)
@@ -178,7 +142,7 @@ class Transactions:
         rows fail gets back the head that was pending before it.
         """
         self._deferred.append(
-            Deferred(self.write_id, run_id, events, items, head, self._pending_runs.get(run_id))
+            _Deferred(self.write_id, run_id, events, items, head, self._pending_runs.get(run_id))
         )
 
     def _clear_deferred(self) -> None:
@@ -211,7 +175,7 @@ class Transactions:
                 conn.execute("RELEASE batch")
         conn.execute("RELEASE rows")
 
-    def _batch_failed(self, batch: Deferred, exc: sqlite3.Error | UnicodeEncodeError) -> None:
+    def _batch_failed(self, batch: _Deferred, exc: sqlite3.Error | UnicodeEncodeError) -> None:
         self._forget(batch.run_id)
         if batch.pending_run is None:
             self._pending_runs.pop(batch.run_id, None)
@@ -247,7 +211,6 @@ class Transactions:
         if not self.conn.in_transaction:
             self._clear_deferred()
             self._pending_runs.clear()
-            self._txn_runs.clear()
             self.committed_gen = self.txn_gen
             return
         try:
@@ -257,7 +220,6 @@ class Transactions:
         except BaseException as exc:
             raise self._fail_transaction(exc) from exc
         self.acked = False
-        self._txn_runs.clear()
         self.committed_gen = self.txn_gen
         self.wal_dirty = True
 
@@ -265,7 +227,7 @@ class Transactions:
         """Roll the open transaction back after ``exc``; returns the error its writes get."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-        self._drop_written()
+        self._drop_caches()
         acked, self.acked = self.acked, False
         self.pending_since = None
         error = StorageError(
@@ -318,10 +280,9 @@ class Transactions:
         """
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
-            self.checks_epoch += 1  # before the caches go: see PipelineOps.pipelined_batch
+            self._data_version = version
             self._fresh.clear()
             self._leases_checked.clear()
-            self._data_version = version
 
     @contextmanager
     def _write(self, run_id: str, action: str, *, barrier: bool) -> Iterator[sqlite3.Connection]:
@@ -349,7 +310,6 @@ class Transactions:
         except sqlite3.Error as exc:
             raise self._error(action, exc) from exc
         self.joining = not outer
-        self._txn_runs.add(run_id)
         try:
             if outer:
                 self._see_other_writers()
@@ -360,7 +320,6 @@ class Transactions:
             self._created.pop(run_id, None)
             if outer:
                 self._pending_runs.clear()
-                self._txn_runs.clear()
                 self._clear_deferred()
                 conn.execute("ROLLBACK")
                 self.pending_since = None
@@ -380,4 +339,4 @@ class Transactions:
             self.acked = True
 
 
-__all__ = ["Deferred", "Transactions", "WouldBlock"]
+__all__ = ["Transactions", "WouldBlock"]

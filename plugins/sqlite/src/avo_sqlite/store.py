@@ -103,16 +103,8 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
             await asyncio.sleep(0)
         if self._closed:
             raise StorageError(f"the SQLite store {self.path} is closed")
-        group = self._group
-        group.conn_waiters += 1  # staged batches wait for this call (see ``_group``)
-        try:
-            if group.in_flight is not None:
-                await group.landed()
-            return await self._on_connection(fn, args, drain)
-        finally:
-            group.leave()
-
-    async def _on_connection(self, fn: Callable[..., T], args: tuple[Any, ...], drain: bool) -> T:
+        if self._group.in_flight is not None:
+            await self._group.landed()
         core = self._core
         if drain:  # every call but a batch sees the batches deferred before it (see ``_txn``)
             fn, args = core.drained, (fn, *args)
@@ -158,11 +150,6 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
         # While runs write together, a write that must be durable waits for the round's
         # group commit anyway: that is its turn, and writing at once joins this round.
         grouped = self._group.grouping(run_id)
-        if batch and self._group.busy() and not self._closed:
-            # a commit holds the connection: stage the batch for the next one if it can be
-            staged = self._core.pipelined_batch(*args)
-            if staged is not None:
-                return cast(T, await self._group.pipelined(*staged))
         result, gen, durable, write = await self._call(
             self._staged, fn, *args, turn=not grouped, drain=not batch
         )
