@@ -17,34 +17,16 @@ import pytest
 
 from avo.exceptions import ConfigError
 from avo.gc_tuning import DEFAULT_THRESHOLDS, ENV_VAR, server_gc_thresholds
-
-# Runs ``python -m avo.cli ARGS`` and, as the process exits, writes the collector's
-# thresholds and frozen-object count to $GC_PROBE_REPORT.
-AVO_WITH_GC_REPORT = """
-import atexit, gc, os, runpy, sys
-
-def report():
-    with open(os.environ["GC_PROBE_REPORT"], "w") as out:
-        out.write(repr((gc.get_threshold(), gc.get_freeze_count())))
-
-atexit.register(report)
-sys.argv = ["avo", *sys.argv[1:]]
-runpy.run_module("avo.cli", run_name="__main__")
-"""
+from avo.testing.gc_probe import probe_command, probe_environment, read_probe
 
 
 def gc_after(
     args: list[str], tmp_path: Path, setting: str | None = None
 ) -> tuple[tuple[int, int, int], int, subprocess.CompletedProcess[str]]:
     """Run ``avo ARGS`` in a subprocess; its collector state at exit, and the process."""
-    report = tmp_path / "gc-report.txt"
-    env = dict(os.environ, GC_PROBE_REPORT=str(report), AVO_CONFIG_DIR=str(tmp_path / "home"))
-    env.pop(ENV_VAR, None)
-    env.pop("AVO_ENGINE", None)
-    if setting is not None:
-        env[ENV_VAR] = setting
+    env, report = probe_environment(tmp_path, setting)
     done = subprocess.run(
-        [sys.executable, "-c", AVO_WITH_GC_REPORT, *args],
+        probe_command(*args),
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -52,8 +34,8 @@ def gc_after(
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    thresholds, frozen = ast.literal_eval(report.read_text())
-    return tuple(thresholds), frozen, done
+    thresholds, frozen = read_probe(report)
+    return thresholds, frozen, done
 
 
 def test_the_setting_reads_on_off_and_thresholds() -> None:
