@@ -12,7 +12,9 @@ import argparse
 import asyncio
 import inspect
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +106,12 @@ async def serve(args: Any) -> int:
 
 
 def run(args: Any) -> int:
-    """Serve until Ctrl-C."""
+    """Serve until Ctrl-C or SIGTERM (both stop it the same way: store closed, exit 0)."""
+    # uvicorn finishes its graceful shutdown on SIGTERM and then raises the signal again
+    # with the handler it found: the default one would kill the process (exit -15, no
+    # atexit). Handled as Ctrl-C instead, as a service manager's stop expects.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
         workspace = Path(args.workspace or Path.cwd()).expanduser().resolve()
         if not workspace.is_dir():
@@ -119,3 +126,6 @@ def run(args: Any) -> int:
         return 2
     except KeyboardInterrupt:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
