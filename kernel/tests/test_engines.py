@@ -24,6 +24,7 @@ from avo.exceptions import ConfigError, EngineError
 from avo.models import ToolCall, ToolRisk
 from avo.ops import approve, cancel, resume
 from avo.ops._context import offline_runtime
+from avo.ops._engine import follow
 from avo.ops.cancel import cancel_run
 from avo.plugins.manager import PluginManager
 from avo.state import RunState, StopReason
@@ -205,6 +206,42 @@ async def test_resume_of_an_engine_run_is_relayed(relay_engine: Any) -> None:
     result = await resume(store, "r1", environ={}, fail_open_tool_calls=True)
     await driving
     assert result.status is RunState.CANCELLED
+
+
+class _WholeLogReads(InMemoryEventStore):
+    """Counts the whole-log reads (``get_events``) each task makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.whole_reads: dict[Any, int] = {}
+
+    async def get_events(self, run_id: str) -> Any:
+        task = asyncio.current_task()
+        self.whole_reads[task] = self.whole_reads.get(task, 0) + 1
+        return await super().get_events(run_id)
+
+
+async def test_following_an_engine_run_reads_only_its_new_events() -> None:
+    store = _WholeLogReads()
+    await _runtime(store, None).run("write", run_id="r1")  # paused at the approval
+    head = await store.get_run("r1")
+    assert head is not None and head.state is RunState.PAUSED
+    after = (await store.get_events_after("r1", 0))[-1].sequence
+
+    async def driver() -> None:
+        await asyncio.sleep(0.35)  # the follower polls a few times first
+        await cancel_run(offline_runtime(store, environ={}), head, "stopped elsewhere")
+
+    driving = asyncio.ensure_future(driver())
+    seen: list[Any] = []
+    result = await follow(store, "r1", after=after, on_event=seen.append, paused_ok=False)
+    await driving
+    assert result.status is RunState.CANCELLED and result.error == "stopped elsewhere"
+    assert store.whole_reads.get(asyncio.current_task(), 0) == 0
+    assert [e.sequence for e in seen] == [
+        e.sequence for e in await store.get_events_after("r1", after)
+    ]
+    assert seen and seen[0].sequence == after + 1
 
 
 async def test_an_engine_run_whose_engine_is_not_installed_is_a_clear_error() -> None:

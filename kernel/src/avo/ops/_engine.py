@@ -18,6 +18,7 @@ from avo.engines import Engine, engine_record, open_engine
 from avo.exceptions import EngineError, RunNotFoundError
 from avo.models import RunRecord, RunResult
 from avo.state import RunState, is_terminal
+from avo.storage.base import events_after
 
 POLL_SECONDS = 0.1
 """How often :func:`follow` reads the run head."""
@@ -84,21 +85,21 @@ async def follow(
     """
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
     seen = after
+    last: Any = None  # the newest event read so far
     while True:
-        events = await store.get_events(run_id)
-        fresh = [e for e in events if e.sequence > seen]
-        for event in fresh:
+        # Only what is new: a long run's whole log is not read again every poll.
+        for event in await events_after(store, run_id, seen):
             if on_event is not None:
                 on_event(event)
-            seen = event.sequence
-        run = await store.get_run(run_id) if events else None
+            seen, last = event.sequence, event
+        run = await store.get_run(run_id) if seen else None
         if run is None and after:  # it existed when we started
             raise RunNotFoundError(
                 f"run {run_id!r} was not found in the event store", run_id=run_id
             )
         if run is not None and (
             is_terminal(run.state)
-            or (paused_ok and seen > after and run.state is RunState.PAUSED and _settled(events))
+            or (paused_ok and seen > after and run.state is RunState.PAUSED and _settled(last))
         ):
             return result_of_head(run)
         if deadline is not None and time.monotonic() > deadline:
@@ -111,9 +112,8 @@ async def follow(
         await asyncio.sleep(POLL_SECONDS)
 
 
-def _settled(events: list[Any]) -> bool:
+def _settled(last: Any) -> bool:
     """True when the log's last event leaves the run paused (not a resume in between)."""
-    last = events[-1] if events else None
     return last is not None and last.payload.get("to_state") == RunState.PAUSED.value
 
 
