@@ -23,6 +23,11 @@ prints:
   number of runs; what the store's worker thread does (group commits, WAL
   checkpoints, with the GIL released in SQLite's C code) is the difference
   to the CPU column;
+- ceiling: 1e6 / loop µs as a ratio to the 1-run figure, the most that level
+  could reach if no run ever waited and nothing else held the GIL. Below the
+  table, how busy the 1-run level keeps the loop thread: near 100 % the single
+  run is CPU-bound, and many runs can only add the second core's GIL-free work
+  (SQLite's C code) and what they share (a commit) to it;
 - gc µs per step: the time the cyclic garbage collector ran, per step (on
   the loop thread): it grows with the live objects of many runs.
 
@@ -357,7 +362,7 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
     base = best[levels[0]]["steps_s"]
     print(f"\n{name}")
     print(
-        f"{'runs':>6} {'steps/s':>9} {'median':>8} {'ratio':>6} {'step p50':>9} "
+        f"{'runs':>6} {'steps/s':>9} {'median':>8} {'ratio':>6} {'ceiling':>7} {'step p50':>9} "
         f"{'step p99':>9} {'write p50':>10} {'write p99':>10} {'MB/run':>7} {'cpu µs/step':>11} "
         f"{'loop µs':>7} {'gc µs':>6} | {'untuned steps/s':>15} {'loop µs':>7} {'gc µs':>6} "
         f"{'tuned/untuned':>13}"
@@ -367,11 +372,18 @@ def _print(name: str, levels: list[int], rows: dict[int, list[dict[str, float]]]
         median = statistics.median(x["steps_s"] for x in rows[n])
         print(
             f"{n:>6} {r['steps_s']:>9.0f} {median:>8.0f} {r['steps_s'] / base:>5.2f}x "
+            f"{1e6 / r['loop_us'] / base:>6.2f}x "
             f"{r['step_p50']:>7.2f}ms {r['step_p99']:>7.2f}ms {r['write_p50']:>8.3f}ms "
             f"{r['write_p99']:>8.3f}ms {r['mb_run']:>7.3f} {r['cpu_us']:>11.0f} "
             f"{r['loop_us']:>7.0f} {r['gc_us']:>6.0f} | {r['untuned_steps_s']:>15.0f} "
             f"{r['untuned_loop_us']:>7.0f} {r['untuned_gc_us']:>6.0f} "
             f"{r['steps_s'] / r['untuned_steps_s']:>12.2f}x"
+        )
+    if levels[0] == 1:
+        one = best[1]
+        print(
+            f"1 run keeps the event loop thread busy {one['loop_us'] * one['steps_s'] / 1e4:.0f}% "
+            "of its wall time (its CPU per step over its wall time per step)"
         )
 
 
