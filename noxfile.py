@@ -178,9 +178,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def types(session: nox.Session) -> None:
-    """mypy --strict on the kernel (with its optional extras, whose imports it checks)."""
-    session.install("-e", _spec(ROOT / "kernel"), "mypy>=1.11", "pytest>=8")
+    """mypy --strict on the kernel (with its optional extras, whose imports it checks) and
+    on the SQLite store plugin (the default store: its concurrency code is typed as strictly)."""
+    sqlite = ROOT / "plugins" / "sqlite"
+    session.install("-e", _spec(ROOT / "kernel"), "-e", str(sqlite), "mypy>=1.11", "pytest>=8")
     session.run("mypy", str(ROOT / "kernel" / "src" / "avo"))
+    session.run("mypy", "--strict", str(sqlite / "src" / "avo_sqlite"))
 
 
 @nox.session(python=PYTHON)

@@ -44,6 +44,9 @@ CREATE TABLE IF NOT EXISTS session_runs (
     UNIQUE (session_key, run_id)
 ) WITHOUT ROWID;
 """
+Transcript = list[dict[str, JsonValue]]
+"""A session's transcript: the messages its next run starts from."""
+
 _COLUMNS = "session_key, session_id, title, created_at, updated_at, transcript, transcript_run_id"
 
 
@@ -162,9 +165,7 @@ class SessionTable(SyncSQLiteStore):
                 )
             return self._record(conn, self._existing(conn, session_id))
 
-    def save_transcript(
-        self, session_id: str, run_id: str, messages: list[dict[str, JsonValue]]
-    ) -> SessionRecord:
+    def save_transcript(self, session_id: str, run_id: str, messages: Transcript) -> SessionRecord:
         """Replace the transcript the session's next run starts from."""
         self._ensure()
         text = json.dumps(messages, ensure_ascii=True, separators=(",", ":"))
@@ -184,9 +185,7 @@ class SessionTable(SyncSQLiteStore):
             )
             return self._record(conn, self._existing(conn, session_id))
 
-    def rewind(
-        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
-    ) -> SessionRecord:
+    def rewind(self, session_id: str, run_id: str | None, messages: Transcript) -> SessionRecord:
         """End the session at ``run_id`` (None: before its first); next run from ``messages``."""
         self._ensure()
         text = json.dumps(
@@ -263,7 +262,7 @@ class SQLiteSessions:
         )
 
     async def rewind_session(
-        self, session_id: str, run_id: str | None, messages: list[dict[str, JsonValue]]
+        self, session_id: str, run_id: str | None, messages: Transcript
     ) -> SessionRecord:
         """End the session at ``run_id``; the runs after it leave it (they stay stored)."""
         return await asyncio.to_thread(

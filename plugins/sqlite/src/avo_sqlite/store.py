@@ -161,7 +161,7 @@ class SQLiteEventStore(SQLiteSessions, SQLiteBlobs):
             error = self._core.write_errors.pop(write, None)
             if error is not None:
                 raise error
-        return result
+        return cast(T, result)
 
     # ------------------------------------------------------------------ protocol
     async def create_run(self, run: RunRecord, event: AgentEvent) -> RunRecord:
