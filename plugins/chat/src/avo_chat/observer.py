@@ -2,8 +2,8 @@
 
 It sees every stored event of the runs this chat drives (on the kernel
 thread, in order) and turns them into what the screen shows: tool calls as
-they start and end, denials, steering deliveries, failures, usage for the
-status line. It also feeds the undo journal right before each tool acts.
+they start, stop to ask a person and end, denials, steering deliveries,
+failures, usage for the status line. It also feeds the undo journal right before each tool acts.
 It never writes events.
 """
 
@@ -89,6 +89,14 @@ class ChatObserver:
             self.screen.say(f"undo journal: could not finish {name}: {exc}", style="warn")
         self.screen.tool_finished(view)
 
+    def _asked(self, event: AgentEvent) -> None:
+        """A started call's tool stopped to ask a person (an MCP server's question):
+        it no longer runs; it starts again, and is shown again, once answered."""
+        call_id = str(event.payload.get("tool_call_id", ""))
+        view = self.calls.pop(call_id, None)
+        if view is not None:
+            self.screen.tool_paused(view)
+
     def _denied(self, event: AgentEvent) -> None:
         payload = event.payload
         reason = payload.get("reason") or payload.get("error") or "denied"
@@ -128,6 +136,7 @@ _HANDLERS: dict[EventType, Callable[[ChatObserver, AgentEvent], None]] = {
     EventType.TOOL_COMPLETED: ChatObserver._finished,
     EventType.TOOL_FAILED: ChatObserver._finished,
     EventType.TOOL_DENIED: ChatObserver._denied,
+    EventType.HUMAN_INPUT_REQUESTED: ChatObserver._asked,
     EventType.MODEL_RESPONDED: ChatObserver._responded,
     EventType.MODEL_FAILED: ChatObserver._model_failed,
     EventType.POLICY_TRIGGERED: ChatObserver._policy,

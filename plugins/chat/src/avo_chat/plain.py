@@ -104,6 +104,9 @@ class PlainScreen:
     def tool_started(self, view: ToolView) -> None:
         self._write(self.err, f"→ {view.name} {view.summary}".rstrip() + "\n")
 
+    def tool_paused(self, view: ToolView) -> None:
+        """Nothing to take back on a pipe: the question follows the call's start line."""
+
     def tool_finished(self, view: ToolView) -> None:
         took = f" ({took_text(view.elapsed)})" if view.duration_ms is not None else ""
         if view.ok:

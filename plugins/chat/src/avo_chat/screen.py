@@ -92,6 +92,9 @@ class Screen(Protocol):
     def tool_finished(self, view: ToolView) -> None:
         """A tool call ended (``view.ok``, ``view.output``)."""
 
+    def tool_paused(self, view: ToolView) -> None:
+        """A started tool call stopped to ask a person; it no longer runs (no result yet)."""
+
     def say(self, text: str, *, style: str = "") -> None:
         """A notice line (``style``: dim, warn, error, ok)."""
 

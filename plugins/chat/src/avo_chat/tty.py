@@ -133,6 +133,9 @@ class TerminalUI:
     def tool_finished(self, view: ToolView) -> None:
         self._ui(self._tool_finished, view)
 
+    def tool_paused(self, view: ToolView) -> None:
+        self._ui(self._tool_paused, view)
+
     def say(self, text: str, *, style: str = "") -> None:
         self._ui(self._commit_notice, text, style)
 
@@ -235,6 +238,10 @@ class TerminalUI:
         self.tools.pop(view.call_id, None)
         self._commit(self.renderer.tool(view, self.width))
         self._gap = True
+        self.app.invalidate()
+
+    def _tool_paused(self, view: ToolView) -> None:
+        self.tools.pop(view.call_id, None)  # its question says what it waits for
         self.app.invalidate()
 
     def _set_status(self, status: Status) -> None:
