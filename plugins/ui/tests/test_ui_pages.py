@@ -188,6 +188,14 @@ def test_an_mcp_servers_form_is_answered_from_the_runs_page(workspace: Workspace
         form = f"csrf={csrf}&call_id={call_id}&continue=1&text="
         status, headers = _post(server.url, path, form + quote('{"seats": 40}'))
         assert status == 303 and "error" in headers["location"]
+        # A refused form comes back with what was typed in its fields, however long.
+        long_date = ", ".join(["the first free evening"] * 250)  # 5,998 characters
+        fields = f"csrf={csrf}&call_id={call_id}&form=1&f.date={quote(long_date)}&f.seats=40"
+        status, headers = _post(server.url, path, fields)
+        assert status == 303 and "error" in headers["location"]
+        assert len(headers["location"]) < 1_000  # the values stay in the server
+        status, _, page = _get(server.url, headers["location"])
+        assert status == 200 and f'value="{long_date}"' in page and 'value="40"' in page
         status, headers = _post(server.url, path, form + quote('{"date": "2026-05-01"}'))
         assert status == 303 and "error" not in headers["location"]
         deadline = time.monotonic() + 90

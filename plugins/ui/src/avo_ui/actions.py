@@ -14,6 +14,7 @@ process, holding the run's lease like any other driver.
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 from urllib.parse import quote
 
@@ -27,7 +28,7 @@ from avo_ui.app import UI, _run_or_404, _ui
 
 ACTIONS = ("approve", "deny", "answer", "cancel", "resume", "steer")
 MAX_TASK = 100_000
-MAX_GIVEN = 4_000  # a refused form's values shown again (longer ones are not)
+KEPT_FORMS = 64  # refused forms' values kept to show again (the oldest go first)
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -42,13 +43,26 @@ async def _form(request: Request) -> dict[str, str]:
     return values
 
 
-def _back(run_id: str, error: str | None = None, given: tuple[str, str] | None = None) -> Response:
-    """Back to the run's page; ``given``: (call id, the refused form's JSON) to show again."""
+def _back(
+    run_id: str,
+    error: str | None = None,
+    given: tuple[str, str] | None = None,
+    ui: UI | None = None,
+) -> Response:
+    """Back to the run's page; ``given``: (call id, the refused form's JSON) to show again.
+
+    The values stay in this server (``ui.refills``) under a random key the
+    address carries, so an answer of any length comes back whole.
+    """
     target = f"/runs/{run_id}"
     if error:
         target += "?error=" + quote(error)
-        if given is not None and len(given[1]) <= MAX_GIVEN:
-            target += "&call=" + quote(given[0]) + "&given=" + quote(given[1])
+        if given is not None and ui is not None:
+            key = secrets.token_urlsafe(12)
+            ui.refills[key] = given
+            while len(ui.refills) > KEPT_FORMS:
+                del ui.refills[next(iter(ui.refills))]
+            target += "&refill=" + key
     return RedirectResponse(target, 303)
 
 
@@ -116,7 +130,7 @@ async def act(request: Request) -> Response:
                 )
             except AvoError as exc:
                 kept = (call_id or "", text) if values.get("form") else None
-                return _back(run_id, str(exc), kept)
+                return _back(run_id, str(exc), kept, ui)
             if values.get("continue") and not await ops.pending_requests(ui.store, run_id):
                 _resume(ui, run_id)
         elif action == "cancel":

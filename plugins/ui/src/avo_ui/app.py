@@ -70,6 +70,7 @@ class UI:
     environ: Mapping[str, str] | None = None
     tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    refills: dict[str, tuple[str, str]] = field(default_factory=dict)  # refused forms, by key
     _facets: tuple[float, Any] | None = None
     _prices: Any = None
     _refresh: asyncio.Task[None] | None = None
@@ -293,7 +294,7 @@ async def run_page(request: Request) -> Response:
     open_calls = [r.tool_call_id for r in open_requests(run_id, events)]
     show_all = request.query_params.get("all") == "1"
     built = timeline.build(events, open_calls, quiet=show_all, prices=ui.prices)
-    given, call = request.query_params.get("given"), request.query_params.get("call")
+    call, given = ui.refills.get(request.query_params.get("refill", ""), ("", ""))
     if given and call:  # a refused form answer: its fields show what was typed
         from avo_ui.forms import refill
 
