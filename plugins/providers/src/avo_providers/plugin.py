@@ -122,7 +122,7 @@ doctor = provides(
     lazy_command(
         "doctor",
         "avo_providers.doctor",
-        help="Show the configured model provider and whether it is usable",
+        help="show the configured model provider and whether it is usable",
     )
 )
 
