@@ -265,13 +265,16 @@ class ToolInput:
 
     ``action``: ``accept`` (``content`` holds the form's values, or ``{"answer": text}``
     without a form), ``decline`` (the person refused; ``reason`` says why), or
-    ``cancel`` (nobody answered before the request expired).
+    ``cancel`` (nobody answered before the request expired). ``schema``: the
+    form the question carried, as recorded with it, so a tool can check that the
+    answer is about what it asks now (an MCP sampling approval names its request).
     """
 
     action: str
     content: dict[str, JsonValue] | None = None
     reason: str | None = None
     by: str | None = None
+    schema: dict[str, JsonValue] | None = None
 
 
 _TOOL_INPUT: ContextVar[ToolInput | None] = ContextVar("avo_tool_input", default=None)

@@ -129,6 +129,7 @@ def input_for(ctx: _RunContext, call: ToolCall) -> ToolInput | None:
     if answer is None:
         return None
     by = answer.get("by")
+    schema = dict(request.schema) if request.schema is not None else None
     if answer.get("decision") == "reply":
         text = str(answer.get("text") or "")
         if request.schema is None:
@@ -136,13 +137,14 @@ def input_for(ctx: _RunContext, call: ToolCall) -> ToolInput | None:
         from avo.forms import form_content
 
         try:
-            return ToolInput("accept", form_content(request.schema, text), by=by)
+            return ToolInput("accept", form_content(request.schema, text), by=by, schema=schema)
         except ValueError as exc:  # recorded before the form was checked: say so
-            return ToolInput("decline", reason=f"the answer did not fit: {exc}", by=by)
+            misfit = f"the answer did not fit: {exc}"
+            return ToolInput("decline", reason=misfit, by=by, schema=schema)
     reason = answer.get("reason")
     if answer.get("expired") or by == "policy":
-        return ToolInput("cancel", reason=reason, by=by)
-    return ToolInput("decline", reason=reason, by=by)
+        return ToolInput("cancel", reason=reason, by=by, schema=schema)
+    return ToolInput("decline", reason=reason, by=by, schema=schema)
 
 
 async def _fail(rt: AgentRuntime, ctx: _RunContext, call: ToolCall, error: str) -> None:

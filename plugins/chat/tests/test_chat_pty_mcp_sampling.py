@@ -83,6 +83,7 @@ def _asked(place: Place, mode: str) -> Terminal:
         term.wait_for("approve? y / n")
         term.enter("y")
     term.wait_for("sdk asks: may it use the run's model to answer 'a very long story'", timeout=60)
+    term.wait_for("user: a very long story")  # what the model would read, in full
     term.wait_for("allow (a boolean, required)")
     term.wait_for("answer (Ctrl-C: later)")
     [run] = place.runs()

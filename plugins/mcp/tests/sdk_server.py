@@ -6,6 +6,8 @@ mid-call, ``hang`` never answers, ``boom`` raises (a tool error). (``garbage``
 tries to write non-JSON-RPC bytes on stdout, but the SDK diverts fd 1 to stderr.)
 ``book_table`` asks the user for a date (elicitation) and appends each booking
 it makes to ``$SDK_BOOKINGS`` (one line each), so tests can count effects.
+``summarize`` and ``summarize_file`` ask the client's model (sampling); the
+latter reads its text from a file at each call, so a rerun may ask otherwise.
 """
 
 from __future__ import annotations
@@ -85,6 +87,21 @@ async def summarize(text: str, ctx: Context) -> str:
 
     message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
     result = await ctx.session.create_message([message], max_tokens=50)
+    content = result.content
+    return f"summary: {getattr(content, 'text', content)}"
+
+
+@app.tool()
+async def summarize_file(path: str, ctx: Context) -> str:
+    """Ask the client's model to summarize a file's text, read anew at each call (sampling)."""
+    from mcp.types import SamplingMessage, TextContent
+
+    with open(path, encoding="utf-8") as source:
+        text = source.read()
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    result = await ctx.session.create_message(
+        [message], max_tokens=50, system_prompt="You summarize files in one line."
+    )
     content = result.content
     return f"summary: {getattr(content, 'text', content)}"
 

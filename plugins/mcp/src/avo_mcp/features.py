@@ -13,7 +13,10 @@ declared in the ``initialize`` capabilities only when it is configured:
   elicitation: the server gets an error for now, the tool raises
   ``ToolInputRequiredError`` with a yes/no form, the run pauses, and the call
   runs again once someone answered; that call's sampling request runs on the
-  model if the answer allowed it.
+  model if the answer allowed it. The question shows what the model would
+  read (system prompt and messages, in full) and its form records the
+  request's digest: an answer applies to that request only, so a rerun whose
+  server asks something else is refused.
 - ``on_progress``: receives the server's ``notifications/progress`` for a
   running tool call (avo sends a ``progressToken`` with every ``tools/call``
   when it is set).
@@ -32,6 +35,7 @@ declared in the ``initialize`` capabilities only when it is configured:
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import itertools
 import json
@@ -91,6 +95,20 @@ class SamplingRequest:
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
+    def digest(self) -> str:
+        """``sha256:...`` of the server's name and the request's params (``_meta`` aside):
+        what a person's answer to its question is tied to."""
+        params = {k: v for k, v in self.params.items() if k != "_meta"}
+        if not params:  # built without params: what was read from them
+            params = {"messages": list(self.messages), "systemPrompt": self.system_prompt}
+            params["maxTokens"] = self.max_tokens
+        body = json.dumps([self.server, params], sort_keys=True, ensure_ascii=False, default=str)
+        return "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+SAMPLING_REQUEST_KEY = "x-avo-sampling-request"
+"""The key of a sampling question's form that holds its request's digest
+(:meth:`SamplingRequest.digest`); the answer applies only to that request."""
 
 SAMPLING_FORM: JsonDict = {
     "type": "object",
@@ -316,6 +334,14 @@ def _ask_about_sampling(request: SamplingRequest) -> None:
     given = call.given
     if given is not None and not call.used:
         call.used = True
+        answered = (given.schema or {}).get(SAMPLING_REQUEST_KEY)
+        if answered != request.digest():
+            shown = f" ({answered[:19]})" if isinstance(answered, str) else ""
+            raise MCPError(
+                f"sampling request from MCP server {server!r} is not the one the person "
+                f"answered{shown}: refused, as an answer covers only the request it showed "
+                f"(this one is {request.digest()[:19]}); call the tool again to be asked"
+            )
         content = given.content or {}
         if given.action == "accept" and content.get("allow") is True:
             return
@@ -325,18 +351,31 @@ def _ask_about_sampling(request: SamplingRequest) -> None:
         why = f": {given.reason}" if given.reason else ""
         raise MCPError(f"sampling request from MCP server {server!r} was not approved ({who}{why})")
     if call.asked is None:
-        tokens = f", up to {request.max_tokens} tokens" if request.max_tokens else ""
-        count = len(request.messages)
         call.asked = ElicitationRequest(
             server,
-            f"may it use the run's model to answer {request.excerpt()!r} ({count} message"
-            f"{'s' if count != 1 else ''}{tokens})? (yes/no)",
-            dict(SAMPLING_FORM),
+            _sampling_question(request),
+            {**SAMPLING_FORM, SAMPLING_REQUEST_KEY: request.digest()},
         )
     raise MCPError(
         f"sampling request from MCP server {server!r} waits for a person's approval; "
         "the call runs again once they answered"
     )
+
+
+def _sampling_question(request: SamplingRequest) -> str:
+    """The question: what the model would read (system prompt, messages), in full."""
+    tokens = f", up to {request.max_tokens} tokens" if request.max_tokens else ""
+    count = len(request.messages)
+    lines = [
+        f"may it use the run's model to answer {request.excerpt()!r} ({count} message"
+        f"{'s' if count != 1 else ''}{tokens})? (yes/no)",
+        "what the model would read:",
+    ]
+    for message in _provider_messages(request):
+        text = str(message["content"]).strip().replace("\n", "\n    ")
+        lines.append(f"  {message['role']}: {text}")
+    lines.append(f"request {request.digest()[:19]} (the answer covers this request only)")
+    return "\n".join(lines)
 
 
 def _provider_messages(request: SamplingRequest) -> list[Any]:
@@ -417,6 +456,7 @@ __all__ = [
     "ProviderSampler",
     "ReplyElicitation",
     "SAMPLING_FORM",
+    "SAMPLING_REQUEST_KEY",
     "ask_person",
     "SamplingHandler",
     "SamplingRequest",
