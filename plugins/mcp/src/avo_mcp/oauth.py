@@ -29,30 +29,22 @@ import base64
 import contextlib
 import hashlib
 import inspect
-import json
-import os
 import re
 import secrets
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-from avo.exceptions import MCPError
+from avo_mcp.oauth_redirect import LoopbackRedirect, system_browser
+from avo_mcp.oauth_tokens import MCPAuthError, TokenStore, default_token_path
 
 OpenBrowser = Callable[[str], Any | Awaitable[Any]]
 
 _AUTH_PARAM = re.compile(r'(\w+)="?([^",]*)"?')
 _EXPIRY_MARGIN_SECONDS = 30
 _MAX_STEP_UPS = 2
-
-
-class MCPAuthError(MCPError):
-    """An MCP server's authorization failed or needs the user."""
 
 
 @dataclass
@@ -81,65 +73,6 @@ class OAuthConfig:
     grant: str | None = None
     """``"client_credentials"`` for a machine client (id + secret, no browser);
     by default chosen when the server supports only that grant."""
-
-
-class TokenStore:
-    """OAuth records by server URL in a JSON file (0600, written atomically); None: memory."""
-
-    def __init__(self, path: Path | str | None) -> None:
-        self.path = Path(path) if path is not None else None
-        self._memory: dict[str, dict[str, Any]] = {}
-
-    def _load(self) -> dict[str, dict[str, Any]]:
-        if self.path is None:
-            return self._memory
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise MCPAuthError(f"cannot read MCP OAuth tokens {self.path}: {exc}") from exc
-        return data if isinstance(data, dict) else {}
-
-    def get(self, key: str) -> dict[str, Any]:
-        """The record for ``key`` (empty when none)."""
-        record = self._load().get(key)
-        return dict(record) if isinstance(record, dict) else {}
-
-    def put(self, key: str, record: Mapping[str, Any]) -> None:
-        """Replace the record for ``key``."""
-        data = self._load()
-        data[key] = dict(record)
-        self._save(data)
-
-    def delete(self, key: str) -> bool:
-        """Forget ``key``; True when there was a record."""
-        data = self._load()
-        found = data.pop(key, None) is not None
-        if found:
-            self._save(data)
-        return found
-
-    def _save(self, data: dict[str, dict[str, Any]]) -> None:
-        if self.path is None:
-            self._memory = data
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp-oauth.", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, sort_keys=True)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-def default_token_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``~/.avo/mcp-oauth.json`` (``HOME`` from ``environ`` when given), beside mcp.json."""
-    home = (environ or {}).get("HOME")
-    return (Path(home) if home else Path.home()) / ".avo" / "mcp-oauth.json"
 
 
 def parse_challenge(header: str) -> dict[str, str]:
@@ -279,7 +212,7 @@ class OAuthClient:
             and "authorization_code" not in grants
         ):
             return await self._client_credentials(http, metadata, resource, scope)
-        async with _Redirect(self.config.redirect_host) as redirect:
+        async with LoopbackRedirect(self.config.redirect_host) as redirect:
             client = await self._client(http, metadata, redirect.uri)
             verifier, code_challenge = pkce_pair()
             state = secrets.token_urlsafe(24)
@@ -297,7 +230,13 @@ class OAuthClient:
             endpoint = str(metadata["authorization_endpoint"])
             joiner = "&" if "?" in endpoint else "?"
             await self._open(f"{endpoint}{joiner}{urlencode(query, quote_via=quote)}")
-            params = await redirect.wait(self.config.timeout_seconds)
+            try:
+                params = await redirect.wait(self.config.timeout_seconds)
+            except TimeoutError:
+                raise MCPAuthError(
+                    f"no authorization arrived within {self.config.timeout_seconds:g} seconds; "
+                    "try again"
+                ) from None
         if params.get("state") != state:
             raise MCPAuthError("the authorization redirect carried the wrong state; try again")
         if "error" in params:
@@ -497,74 +436,10 @@ class OAuthClient:
         }
 
     async def _open(self, url: str) -> None:
-        opener = self.config.open_browser or _system_browser
+        opener = self.config.open_browser or system_browser
         result = opener(url)
         if inspect.isawaitable(result):
             await result
-
-
-def _system_browser(url: str) -> None:
-    import webbrowser
-
-    print(f"avo: authorize avo with the MCP server in your browser:\n  {url}", file=sys.stderr)
-    with contextlib.suppress(Exception):
-        webbrowser.open(url)
-
-
-class _Redirect:
-    """A one-shot HTTP listener on loopback that receives the authorization redirect."""
-
-    def __init__(self, host: str) -> None:
-        self.host = host
-        self.uri = ""
-        self._server: asyncio.Server | None = None
-        self._result: asyncio.Future[dict[str, str]] | None = None
-
-    async def __aenter__(self) -> _Redirect:
-        self._result = asyncio.get_running_loop().create_future()
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.uri = f"http://{self.host}:{port}/callback"
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-
-    async def wait(self, seconds: float) -> dict[str, str]:
-        assert self._result is not None
-        try:
-            async with asyncio.timeout(seconds):
-                return await self._result
-        except TimeoutError:
-            raise MCPAuthError(
-                f"no authorization arrived within {seconds:g} seconds; try again"
-            ) from None
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = (await reader.readline()).decode("latin-1").split()
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass
-            target = urlsplit(line[1]) if len(line) == 3 else None
-            if target is None or target.path != "/callback":
-                writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-                return
-            params = {key: values[0] for key, values in parse_qs(target.query).items()}
-            body = b"<p>avo received the authorization. You can close this tab.</p>"
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
-                + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            if self._result is not None and not self._result.done():
-                self._result.set_result(params)
-        finally:
-            with contextlib.suppress(Exception):
-                await writer.drain()
-                writer.close()
 
 
 __all__ = [
