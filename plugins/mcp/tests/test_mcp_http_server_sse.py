@@ -128,7 +128,8 @@ async def test_a_stream_only_client_a_keep_alive_and_a_client_accepting_neither(
                 url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers
             )
             assert listed.headers["content-type"] == "text/event-stream"
-            assert listed.text.startswith("event: message\ndata: {")
+            # a priming event (an id, no data), then the answer with the next id
+            assert listed.text.startswith("id: 1/0\ndata:\n\nid: 1/1\nevent: message\ndata: {")
             call = {
                 "jsonrpc": "2.0",
                 "id": 3,

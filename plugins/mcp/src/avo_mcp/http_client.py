@@ -9,10 +9,10 @@ notifications and requests of the server's own). The server's
 DELETE.
 
 Resumability: every response is matched to its request by id, whichever
-stream carries it. When a stream ends before the answer arrived and the server
-gave its events ids (servers open with a *priming* event for that), the client
-waits the server's ``retry:`` delay and resumes with ``GET`` +
-``Last-Event-ID``. After the handshake the client also opens the standalone
+stream carries it. When a stream ends, or its connection drops, before the
+answer arrived and the server gave its events ids (servers open with a
+*priming* event for that), the client waits the server's ``retry:`` delay and
+resumes with ``GET`` + ``Last-Event-ID``. After the handshake the client also opens the standalone
 ``GET`` stream, where a server sends requests and notifications unrelated to a
 call (a 405 means the server has none). Server requests are answered by the
 session (ping, roots, sampling) with a POST.
@@ -283,7 +283,12 @@ class MCPHttpServer(MCPSession):
                 origin = message.get("id")
                 if content_type == "text/event-stream":
                     state = EventStreamState()
-                    await self._consume(response, state, until=future, origin=origin)
+                    try:
+                        await self._consume(response, state, until=future, origin=origin)
+                    except httpx.TransportError as exc:  # the connection dropped mid-stream
+                        if state.last_event_id is None:
+                            raise  # nothing to resume from
+                        logger.debug("MCP server %r: stream dropped: %s", self.name, exc)
                     if not future.done():
                         await self._resume(state, method, future, origin)
                     return

@@ -9,12 +9,14 @@ serve-mcp`` stays quick to start). One endpoint, ``/mcp``:
   that answer is an event stream (SSE) carrying the tool's progress
   notifications (when the request has a ``progressToken``), a keep-alive
   comment every 15 seconds while the tool runs, then the answer, and it
-  ends. A client that accepts only ``text/event-stream`` gets every answer
+  ends. Its events carry ids, and a client whose connection dropped resumes
+  it (``avo_mcp.http_stream``). A client that accepts only ``text/event-stream`` gets every answer
   as a stream; ``json_response=True`` (``--json-response``) answers JSON only.
   ``initialize`` opens a session (``Mcp-Session-Id``); every later message
   must carry it (``400`` without, ``404`` for an unknown or ended one).
-- ``GET`` is ``405``: this server never sends requests of its own, so it
-  offers no standalone event stream.
+- ``GET`` with ``Last-Event-ID`` resumes the stream that event was on (the
+  events after it, then the rest live). Without it ``GET`` is ``405``: this
+  server never sends requests of its own, so it offers no standalone stream.
 - ``DELETE`` ends the session.
 
 DNS-rebinding protection: the ``Host`` header must name the loopback
@@ -42,6 +44,13 @@ from avo_mcp.framing import (
     PARSE_ERROR,
     JsonDict,
     error_response,
+)
+from avo_mcp.http_stream import (
+    KEPT_STREAMS,
+    EventStream,
+    Resumed,
+    SessionStreams,
+    write_stream,
 )
 from avo_mcp.notify import notifying
 from avo_mcp.server import AvoMcpServer
@@ -97,6 +106,8 @@ class McpHttpServer:
         self.keep_alive_seconds = keep_alive_seconds
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
         self.sessions: dict[str, AvoMcpServer] = {}
+        self.streams: dict[str, SessionStreams] = {}
+        """Each session's resumable event streams (``avo_mcp.http_stream``)."""
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
@@ -118,6 +129,7 @@ class McpHttpServer:
             self._server.close()
             await self._server.wait_closed()
         self.sessions.clear()
+        self.streams.clear()
 
     # ------------------------------------------------------------- HTTP layer
 
@@ -135,7 +147,11 @@ class McpHttpServer:
                     payload = error_response(None, INVALID_REQUEST, str(exc))
                 keep = headers.get("connection", "").lower() != "close"
                 if isinstance(payload, EventStream):
-                    await _write_stream(writer, extra, payload, self.keep_alive_seconds)
+                    await write_stream(writer, extra, payload, self.keep_alive_seconds)
+                elif isinstance(payload, Resumed):
+                    await write_stream(
+                        writer, extra, payload.stream, self.keep_alive_seconds, start=payload.start
+                    )
                 else:
                     _write_response(writer, status, extra, payload, keep_alive=keep)
                 await writer.drain()
@@ -155,9 +171,13 @@ class McpHttpServer:
         if urlsplit(target).path != self.path:
             raise _HttpError(404, f"no MCP endpoint at {urlsplit(target).path}; use {self.path}")
         if method == "GET":
-            return 405, {"Allow": "POST, DELETE"}, None
+            last_event_id = headers.get("last-event-id")
+            if last_event_id is None:  # no standalone stream: this server sends no requests
+                return 405, {"Allow": "POST, DELETE"}, None
+            return 200, {}, self._resume(headers, last_event_id)
         if method == "DELETE":
             session_id = headers.get("mcp-session-id", "")
+            self.streams.pop(session_id, None)
             if self.sessions.pop(session_id, None) is None:
                 raise _HttpError(404, "unknown or ended MCP session")
             return 200, {}, None
@@ -180,6 +200,28 @@ class McpHttpServer:
                 )
         elif origin == "null":
             raise _HttpError(403, "Origin 'null' is not allowed (DNS-rebinding protection)")
+
+    def _resume(self, headers: dict[str, str], last_event_id: str) -> Resumed:
+        """``GET`` + ``Last-Event-ID``: the rest of the stream that id is on."""
+        if "text/event-stream" not in headers.get("accept", "").lower():
+            raise _HttpError(406, "resuming a stream answers text/event-stream; accept it")
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            raise _HttpError(400, "send the Mcp-Session-Id header of the stream's session")
+        streams = self.streams.get(session_id)
+        if streams is None or session_id not in self.sessions:
+            raise _HttpError(404, "unknown or ended MCP session; initialize again")
+        try:
+            resumed = streams.resume(last_event_id)
+        except ValueError as exc:
+            raise _HttpError(400, str(exc)) from None
+        if resumed is None:
+            raise _HttpError(
+                404,
+                f"Last-Event-ID {last_event_id!r} names no stream of this session that can "
+                f"be resumed (the last {KEPT_STREAMS} are kept); send the request again",
+            )
+        return resumed
 
     # -------------------------------------------------------------- MCP layer
 
@@ -211,6 +253,7 @@ class McpHttpServer:
             reply = await session.handle(messages[0])
             if reply is not None and "result" in reply:
                 self.sessions[session_id] = session
+                self.streams[session_id] = SessionStreams(session.protocol_version)
                 extra["Mcp-Session-Id"] = session_id
             if not takes_json and reply is not None:
                 return 200, extra, EventStream.of(reply)
@@ -233,7 +276,8 @@ class McpHttpServer:
             for message in messages:
                 if not _is_request(message):
                     await session.handle(message)
-            return 200, {}, EventStream([partial(self._streamed, session, m) for m in requests])
+            handlers = [partial(self._streamed, session, m) for m in requests]
+            return 200, {}, self.streams[session_id].open(handlers)
         replies = [r for r in await asyncio.gather(*(self._one(session, m) for m in messages)) if r]
         if not replies:
             return 202, {}, None
@@ -261,54 +305,6 @@ class McpHttpServer:
             raise
         finally:
             session._in_flight.pop(request_id, None)
-
-
-class EventStream:
-    """The answer to a POST as ``text/event-stream``: each request's notifications, then
-    its answer, one ``message`` event each; the stream ends after the last answer."""
-
-    def __init__(self, handlers: list[Any]) -> None:
-        self._queue: asyncio.Queue[tuple[bool, JsonDict | None]] = asyncio.Queue()
-        self._open = 0
-        self._tasks: list[asyncio.Task[None]] = []
-        for handler in handlers:
-            self._open += 1
-            self._tasks.append(asyncio.get_running_loop().create_task(self._answer(handler)))
-
-    @classmethod
-    def of(cls, reply: JsonDict) -> EventStream:
-        """A stream holding one answer already known."""
-        stream = cls([])
-        stream._open = 1
-        stream._queue.put_nowait((True, reply))
-        return stream
-
-    async def _answer(self, handler: Any) -> None:
-        try:
-            reply = await handler(self)
-        except Exception as exc:  # (a handler answers errors itself; never leave it open)
-            reply = error_response(None, INVALID_REQUEST, f"{type(exc).__name__}: {exc}")
-        self._queue.put_nowait((True, reply))
-
-    def send(self, message: JsonDict) -> None:
-        """Put a notification on the stream (before its request's answer)."""
-        self._queue.put_nowait((False, message))
-
-    async def next(self, idle: float) -> JsonDict | None:
-        """The next message; None after ``idle`` seconds with nothing to send.
-
-        Raises StopAsyncIteration once every answer was sent."""
-        while True:
-            if self._open == 0 and self._queue.empty():
-                raise StopAsyncIteration
-            try:
-                final, message = await asyncio.wait_for(self._queue.get(), idle)
-            except TimeoutError:
-                return None
-            if final:
-                self._open -= 1
-            if message is not None:
-                return message
 
 
 def _is_request(message: JsonDict) -> bool:
@@ -359,34 +355,6 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readline()
         if len(body) > MAX_MESSAGE_BYTES:
             raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
-
-
-async def _write_stream(
-    writer: asyncio.StreamWriter, headers: dict[str, str], stream: EventStream, keep_alive: float
-) -> None:
-    """Send ``stream`` as a chunked ``text/event-stream`` response (a comment when idle)."""
-    lines = [
-        "HTTP/1.1 200 OK",
-        "Content-Type: text/event-stream",
-        "Cache-Control: no-cache",
-        "Transfer-Encoding: chunked",
-        "Connection: keep-alive",
-        *(f"{name}: {value}" for name, value in headers.items()),
-    ]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-    while True:
-        try:
-            message = await stream.next(keep_alive)
-        except StopAsyncIteration:
-            break
-        if message is None:
-            event = b": keep-alive\n\n"
-        else:
-            data = json.dumps(message, ensure_ascii=False)
-            event = f"event: message\ndata: {data}\n\n".encode()
-        writer.write(f"{len(event):x}\r\n".encode("ascii") + event + b"\r\n")
-        await writer.drain()
-    writer.write(b"0\r\n\r\n")
 
 
 def _write_response(

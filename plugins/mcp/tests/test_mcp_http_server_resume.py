@@ -1,0 +1,230 @@
+"""``avo serve-mcp --http`` event streams are resumable: each event has an id, and a client
+whose connection dropped gets the rest of that stream with ``GET`` + ``Last-Event-ID``
+(the events after that id, then the rest live), never another stream's. Over 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from avo.tool_progress import report_progress
+from avo.tools import FunctionTool
+from avo_mcp import AvoMcpServer, build_default_registry
+from avo_mcp.http_client import MCPHttpServer
+from avo_mcp.http_server import McpHttpServer
+
+from .conftest import free_port, stop_process, wait_for_port
+
+STREAM = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+class Nothing(BaseModel):
+    pass
+
+
+def _init(version: str = "2025-11-25") -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t"}}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+
+
+def _call(request_id: int, name: str, token: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": {}}
+    if token:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def _events(text: str) -> list[tuple[str | None, str]]:
+    """(id, data) of each event with an id or data (comments left out)."""
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) if ": " in line else (line.rstrip(":"), "")
+            for line in block.splitlines()
+            if line and not line.startswith(":")
+        )
+        if fields:
+            found.append((fields.get("id"), fields.get("data", "")))
+    return found
+
+
+async def test_a_dropped_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def halves(args: Nothing) -> str:
+        report_progress(1, 2, "first half")
+        await release.wait()
+        report_progress(2, 2, "second half")
+        return "both halves"
+
+    registry = build_default_registry()
+    registry.register(
+        FunctionTool(name="halves", description="Two halves.", arguments_model=Nothing,
+                     function=halves)
+    )  # fmt: skip
+    server = McpHttpServer(lambda: AvoMcpServer(registry, workspace_root=tmp_path))
+    _host, port = await server.start("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            opened = await http.post(url, json=_init(), headers=STREAM)
+            session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            seen = ""
+            async with http.stream("POST", url, json=_call(2, "halves", "t"), headers=session) as r:
+                async for chunk in r.aiter_text():
+                    seen += chunk
+                    if "first half" in seen and seen.endswith("\n\n"):
+                        break  # drop the connection while the tool still runs
+            first = _events(seen)
+            assert first[0] == ("1/0", "")  # the priming event: an id to resume from
+            assert first[1][0] == "1/1" and "first half" in first[1][1]
+            release.set()  # the tool goes on although nobody reads its stream
+
+            resume = {**session, "Last-Event-ID": "1/1"}
+            rest = _events((await http.get(url, headers=resume)).text)
+            assert [event_id for event_id, _ in rest] == ["1/2", "1/3"]
+            assert "second half" in rest[0][1] and "first half" not in rest[0][1]
+            answer = json.loads(rest[1][1])
+            assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "both halves"
+
+            again = _events((await http.get(url, headers={**session, "Last-Event-ID": "1/0"})).text)
+            assert [event_id for event_id, _ in again] == ["1/1", "1/2", "1/3"]  # all of it
+
+            other = await http.post(url, json=_init(), headers=STREAM)  # another session
+            elsewhere = {**STREAM, "Mcp-Session-Id": other.headers["mcp-session-id"]}
+            refused = await http.get(url, headers={**elsewhere, "Last-Event-ID": "1/1"})
+            assert refused.status_code == 404  # never another session's (or stream's) events
+            assert "names no stream of this session" in refused.json()["error"]["message"]
+            bad = await http.get(url, headers={**session, "Last-Event-ID": "yesterday"})
+            assert bad.status_code == 400 and "'<stream>/<n>'" in bad.json()["error"]["message"]
+            ahead = await http.get(url, headers={**session, "Last-Event-ID": "1/9"})
+            assert ahead.status_code == 400 and "it sent 3" in ahead.json()["error"]["message"]
+            plain = await http.get(url, headers=session)
+            assert plain.status_code == 405  # no standalone stream without an id to resume
+    finally:
+        release.set()
+        await server.close()
+
+
+async def test_an_older_client_gets_ids_without_a_priming_event(tmp_path: Path) -> None:
+    server = McpHttpServer(lambda: AvoMcpServer(build_default_registry(), workspace_root=tmp_path))
+    _host, port = await server.start("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            opened = await http.post(url, json=_init("2025-06-18"), headers=STREAM)
+            session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            call = {**_call(2, "glob"), "params": {"name": "glob", "arguments": {"pattern": "*"}}}
+            answered = await http.post(url, json=call, headers=session)
+            assert [event_id for event_id, _ in _events(answered.text)] == ["1/1"]
+    finally:
+        await server.close()
+
+
+class _CuttingProxy:
+    """Forwards 127.0.0.1 connections to the server; the first ``tools/call``'s answer
+    stream is cut (connection aborted) right after its first event, the priming one."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.cuts = 0
+        self.handlers: set[asyncio.Task[Any]] = set()
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def close(self) -> None:
+        """End every forwarded connection (none is left for the loop's end)."""
+        for task in self.handlers:
+            task.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
+        for writer in self.writers:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        self.writers.append(writer)
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self.writers.append(up_writer)
+        armed = False
+
+        async def to_server() -> None:
+            nonlocal armed
+            while data := await reader.read(65536):
+                if b'"tools/call"' in data and self.cuts == 0:
+                    armed = True
+                up_writer.write(data)
+                await up_writer.drain()
+
+        async def to_client() -> None:
+            buffered = b""
+            while data := await up_reader.read(65536):
+                if not armed:
+                    writer.write(data)
+                    await writer.drain()
+                    continue
+                buffered += data
+                end = buffered.find(b"data:\n\n")
+                if end >= 0:  # the priming event went through: now the line goes down
+                    writer.write(buffered[: end + len(b"data:\n\n")])
+                    await writer.drain()
+                    self.cuts += 1
+                    writer.transport.abort()
+                    up_writer.transport.abort()
+                    return
+
+        sending = asyncio.ensure_future(to_server())
+        try:
+            await to_client()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            sending.cancel()
+            with contextlib.suppress(BaseException):
+                await sending
+
+
+def test_avos_client_resumes_a_dropped_stream_of_avo_serve_mcp_http(tmp_path: Path) -> None:
+    """avo's own HTTP client against the real ``avo serve-mcp --http`` process: the call's
+    connection drops after the priming event; the client resumes and gets the answer."""
+    (tmp_path / "notes.md").write_text("resumed hello\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "avo_mcp", "serve-mcp", "--http", "--port", str(port),
+         "--workspace-root", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    async def scenario() -> tuple[Any, int]:
+        proxy = _CuttingProxy(port)
+        listening = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+        proxy_port = listening.sockets[0].getsockname()[1]
+        client = MCPHttpServer(url=f"http://localhost:{proxy_port}/mcp", timeout_seconds=30)
+        try:
+            await client.start()
+            result = await client.call_tool("read_file", {"path": "notes.md"})
+        finally:
+            await client.stop()
+            listening.close()
+            await listening.wait_closed()
+            await proxy.close()
+        return result, proxy.cuts
+
+    try:
+        wait_for_port(port, process, "avo serve-mcp --http")
+        result, cuts = asyncio.run(scenario())
+    finally:
+        stop_process(process)
+    assert cuts == 1  # the stream really dropped
+    assert result["is_error"] is False and "resumed hello" in result["text"]
