@@ -57,6 +57,18 @@ def call_ids_given(events: list[AgentEvent]) -> set[str]:
     return ids
 
 
+def unsafe_open_calls(log: RunLogState, events: Iterable[AgentEvent]) -> list[str]:
+    """Tool calls ``log`` shows started without a durable result, that no person is asked about.
+
+    What :meth:`AgentRuntime.resume` refuses to continue past (their effect is
+    unknown); :func:`avo.ops.resume.close_open_calls` closes them with a failed result.
+    """
+    unsafe = log.open_tool_calls
+    if unsafe and log.requested_inputs:  # a person decides about these (their effect
+        unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
+    return sorted(unsafe)
+
+
 def check_output_schema(
     run_id: str, events: list[AgentEvent], schema: dict[str, JsonValue] | None
 ) -> None:
@@ -176,6 +188,7 @@ __all__ = [
     "check_output_schema",
     "context_from_checkpoint",
     "recover_results_after_checkpoint",
+    "unsafe_open_calls",
 ]
 
 
@@ -225,10 +238,7 @@ async def resumed_context(
     log = RunLogState.from_events(run_id, events)
     check_plugin_set(rt, run_id, events)
     check_output_schema(run_id, events, schema)
-    unsafe = log.open_tool_calls
-    if unsafe and log.requested_inputs:  # a person decides about these (their effect
-        unsafe = unsafe - awaiting_outcome(events)  # is unknown): runtime_outcomes
-    open_calls = sorted(unsafe)
+    open_calls = unsafe_open_calls(log, events)
     if open_calls:
         raise UnsafeResumeError(
             "Cannot safely resume because these tool calls started without a durable "

@@ -101,16 +101,21 @@ class TemporalEngine:
                     engine=NAME,
                     run_id=run_id,
                 ) from None
-            await self._restart(client, run_id)
+            await self._restart(client, run_id, payload)
 
-    async def _restart(self, client: Any, run_id: str) -> None:
+    async def _restart(self, client: Any, run_id: str, payload: Mapping[str, JsonValue]) -> None:
+        """Start a new workflow that resumes the run (its ``fail_open_tool_calls`` goes along)."""
         from temporalio.common import WorkflowIDReusePolicy
 
         from avo_temporal.workflow import WORKFLOW
 
         await client.start_workflow(
             WORKFLOW,
-            {"run_id": run_id, "resume": True},
+            {
+                "run_id": run_id,
+                "resume": True,
+                "fail_open_tool_calls": bool(payload.get("fail_open_tool_calls")),
+            },
             id=run_id,
             task_queue=self.settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,

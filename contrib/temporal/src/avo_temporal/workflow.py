@@ -11,8 +11,11 @@ results, so the in-memory run state is rebuilt without calling anything again.
 
 Signals carry the kernel's operations (``avo.engines.OPERATIONS``): ``cancel``
 ends the run, ``answer`` records a person's answers and continues a paused
-run, ``resume`` continues one. The workflow lives until its run is terminal:
-a paused run's workflow waits for a signal.
+run, ``resume`` continues one (with ``fail_open_tool_calls``, after closing
+the calls cut off mid-effect with a failed result, as ``avo runs resume
+--fail-open-tools`` does in process). The workflow lives until its run is
+terminal: a paused run's workflow waits for a signal, and so does one whose
+resume was refused (an unsafe resume), so a later resume or cancel reaches it.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from avo.approval import Answer, AnswerKind
     from avo.exceptions import AvoError, SessionError
-    from avo.models import RunResult
+    from avo.models import RunRecord, RunResult
     from avo.ops.cancel import cancel_run
+    from avo.ops.resume import close_open_calls
     from avo.sessions import session_store_of
     from avo.state import is_terminal
     from avo_temporal import _context
@@ -45,6 +49,9 @@ with workflow.unsafe.imports_passed_through():
 
 WORKFLOW = "avo.run"
 """The workflow type name; its id is the avo run id."""
+
+CUT_OFF = "its worker stopped, or its workflow ended, before recording its result"
+"""Why a call closed by ``resume --fail-open-tools`` did not finish (the model reads it)."""
 
 
 class _Ids:
@@ -153,7 +160,12 @@ class AvoRunWorkflow:
         resumed = bool(job.get("resume"))
         rt = self._runtime = self._build(run_id, stream=bool(job.get("stream")), resumed=resumed)
         if resumed:
-            result = await self._drive(rt.resume(run_id, lease=False))
+            try:
+                result = await self._resume(rt, run_id, job)
+            except AvoError as exc:  # e.g. an unsafe resume: the workflow waits for a signal
+                workflow.logger.warning("run %s: resume refused: %s", run_id, exc)
+                await self._sync()
+                result = await self._head_result(rt, run_id)
         else:
             try:
                 result = await self._drive(
@@ -192,8 +204,32 @@ class AvoRunWorkflow:
             answers = {key: _answer(value) for key, value in dict(payload["answers"]).items()}
             return await self._drive(rt.resume(run_id, answers=answers, lease=False))
         if operation == "resume":
-            return await self._drive(rt.resume(run_id, lease=False))
+            return await self._resume(rt, run_id, payload)
         return result
+
+    async def _resume(self, rt: Any, run_id: str, request: dict[str, Any]) -> RunResult:
+        """Continue the run; ``fail_open_tool_calls`` first closes calls cut off mid-effect."""
+        if request.get("fail_open_tool_calls"):
+            closed = await close_open_calls(rt, run_id, why=CUT_OFF)
+            if closed:
+                workflow.logger.info("run %s: closed open tool calls %s", run_id, closed)
+        return await self._drive(rt.resume(run_id, lease=False))
+
+    async def _head_result(self, rt: Any, run_id: str) -> RunResult:
+        """The result the run's head describes (a resume refused before it drove anything)."""
+        head: RunRecord | None = await rt.event_store.get_run(run_id)
+        if head is None:
+            raise ApplicationError(f"run {run_id} is not in the store", non_retryable=True)
+        return RunResult(
+            run_id=run_id,
+            status=head.state,
+            stop_reason=head.stop_reason,
+            output=head.output,
+            error=head.error,
+            steps=head.steps,
+            token_usage=head.token_usage,
+            token_accounting_available=head.token_accounting_available,
+        )
 
     @workflow.signal(name="cancel")
     def cancel(self, payload: dict[str, Any]) -> None:
@@ -210,7 +246,7 @@ class AvoRunWorkflow:
 
     @workflow.signal(name="resume")
     def resume(self, payload: dict[str, Any]) -> None:
-        """Continue a run that stopped without finishing."""
+        """Continue a run that stopped without finishing (``fail_open_tool_calls``: see _resume)."""
         self._signals.append(("resume", dict(payload)))
 
     @workflow.query(name="state")

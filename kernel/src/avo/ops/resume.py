@@ -35,6 +35,7 @@ from avo.ops._abandon import abandon_open_calls
 from avo.ops._context import run_context
 from avo.ops.leases import holding_lease
 from avo.runtime_persistence import flush
+from avo.runtime_recovery import unsafe_open_calls
 from avo.state import is_terminal
 
 if TYPE_CHECKING:
@@ -88,17 +89,31 @@ def _workspace(recorded: str | None, override: str | Path | None) -> str | None:
     return recorded
 
 
-async def _close_open_calls(runtime: AgentRuntime, run: Any, run_id: str) -> list[str]:
-    store = runtime.event_store
+CUT_OFF = "the process running it stopped before recording its result"
+"""Why :func:`close_open_calls` says a call did not finish (the model reads it)."""
+
+
+async def close_open_calls(rt: AgentRuntime, run_id: str, *, why: str = CUT_OFF) -> list[str]:
+    """Close ``run_id``'s open tool calls with a failed result; returns their ids.
+
+    Each call that started without a recorded result gets a failed result
+    saying its effect is unknown, so :meth:`AgentRuntime.resume` continues
+    instead of refusing and the model can check before calling again. Written through ``rt`` (its
+    store, clock and ids) while nobody drives the run: what ``resume
+    --fail-open-tools`` does first, and what an engine's driver (a workflow)
+    calls with its own runtime when the resume it is sent carries the flag.
+    """
+    store = rt.event_store
+    run = await store.get_run(run_id)
+    if run is None:
+        raise RunNotFoundError(f"run {run_id!r} was not found in the event store", run_id=run_id)
     events = await store.get_events(run_id)
     log = RunLogState.from_events(run_id, events)
     if not log.open_tool_calls:
         return []
-    ctx = run_context(runtime, run, log, await store.get_latest_checkpoint(run_id))
-    closed = await abandon_open_calls(
-        runtime, ctx, events, "the process running it stopped before recording its result"
-    )
-    await flush(runtime, ctx)
+    ctx = run_context(rt, run, log, await store.get_latest_checkpoint(run_id))
+    closed = await abandon_open_calls(rt, ctx, events, why)
+    await flush(rt, ctx)
     return closed
 
 
@@ -167,7 +182,7 @@ async def resume(
             on_composed(composition)
         runtime = composition.runtime
         if fail_open_tool_calls:
-            await _close_open_calls(runtime, run, run_id)
+            await close_open_calls(runtime, run_id)
         try:
             return await runtime.resume(run_id, answers=answers)
         except UnsafeResumeError as exc:
@@ -199,10 +214,26 @@ async def _resume_through_engine(
         given = {key: Answer.coerce(value) for key, value in answers.items()}
         await answer_requests(store, run_id, given, environ=environ)
     else:
+        if not fail_open_tool_calls:
+            _refuse_open_calls(run_id, events)
         payload = {"fail_open_tool_calls": fail_open_tool_calls}
         await relay(record, run_id, "resume", payload, environ=environ)
     after = events[-1].sequence if events else 0
     return await follow(store, run_id, after=after, on_event=on_event)
 
 
-__all__ = ["NO_RECORD", "recorded_config", "resume"]
+def _refuse_open_calls(run_id: str, events: list[Any]) -> None:
+    """Refuse here what the engine's driver would refuse (it has no one to tell)."""
+    open_calls = unsafe_open_calls(RunLogState.from_events(run_id, events), events)
+    if open_calls:
+        raise UnsafeResumeError(
+            f"run {run_id} has tool calls that started without a recorded result: "
+            f"{', '.join(open_calls)}. If its engine's worker is still running them, wait; "
+            "if they were cut off, their effect is unknown: resume with --fail-open-tools "
+            "to tell the model so and continue, or cancel the run (avo runs cancel)",
+            run_id=run_id,
+            tool_call_ids=tuple(open_calls),
+        )
+
+
+__all__ = ["CUT_OFF", "NO_RECORD", "close_open_calls", "recorded_config", "resume"]
