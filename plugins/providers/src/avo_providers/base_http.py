@@ -8,6 +8,7 @@ key redaction are handled once, here.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -94,6 +95,8 @@ class HTTPProvider:
         self.request_timeout_seconds = request_timeout_seconds
         self._client = client
         self._owns_client = client is None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
         self.event_sink: EventSink | None = None
 
     @property
@@ -151,20 +154,34 @@ class HTTPProvider:
             exc.args = (clean, *exc.args[1:])
         return exc
 
-    def _get_client(self) -> httpx.AsyncClient:
+    async def _get_client(self) -> httpx.AsyncClient:
+        """The HTTP client, made for the running event loop and closed with it.
+
+        A client's pooled connections belong to the loop that opened them, so a
+        provider used again under a new loop (a second ``asyncio.run``) gets a
+        new client instead of failing with "Event loop is closed" on a kept-alive
+        connection of the old one. The client is closed when its loop shuts down
+        its async generators (``asyncio.run`` does as it ends), so no socket is
+        left open behind it. An injected client is used as given.
+        """
+        loop = asyncio.get_running_loop()
+        if self._owns_client and self._client is not None and self._client_loop is not loop:
+            self._client = None  # its own loop closes it (see _closed_with_loop)
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(
-                timeout=self.request_timeout_seconds, verify=_ssl_context()
-            )
+            client = httpx.AsyncClient(timeout=self.request_timeout_seconds, verify=_ssl_context())
+            closer = _closed_with_loop(client)
+            await closer.__anext__()  # parked: the loop's shutdown_asyncgens() finishes it
+            self._client, self._client_loop, self._closer = client, loop, closer
         return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client this provider created (an injected one is left open)."""
         if self._client is not None and self._owns_client:
-            await self._client.aclose()
-            self._client = None
+            closer, self._client, self._closer = self._closer, None, None
+            if closer is not None and self._client_loop is asyncio.get_running_loop():
+                await closer.aclose()  # closes the client (a client of another loop: that loop)
 
     def _transport_error(self, exc: BaseException) -> ProviderError:
         return error_from_transport(
@@ -206,7 +223,7 @@ class HTTPProvider:
 
         payload = self.build_payload(request, stream=False)
         try:
-            response = await self._get_client().post(
+            response = await (await self._get_client()).post(
                 self.endpoint(stream=False),
                 json=payload,
                 headers=self._all_headers(),
@@ -227,7 +244,7 @@ class HTTPProvider:
         headers = self._all_headers()
         headers["accept"] = ", ".join(self.stream_content_types)
         try:
-            async with self._get_client().stream(
+            async with (await self._get_client()).stream(
                 "POST",
                 self.endpoint(stream=True),
                 json=payload,
@@ -281,3 +298,11 @@ class HTTPProvider:
 
 
 __all__ = ["ApiStyle", "HTTPProvider", "MiniMaxConfig", "OpenAIConfig", "ProviderConfig"]
+
+
+async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Park until the event loop shuts down its async generators, then close ``client``."""
+    try:
+        yield
+    finally:
+        await client.aclose()
