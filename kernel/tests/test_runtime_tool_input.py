@@ -6,6 +6,7 @@ tests drive the same path with a real MCP server's elicitation).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -87,6 +88,11 @@ async def test_the_question_pauses_the_run_and_the_answer_reaches_the_rerun() ->
         "Which date at Ito?",
     )
     assert request.schema == FORM and "date (a string, required)" in request.summary()
+    assert "\n" not in request.summary()
+    long = dataclasses.replace(request, question="Which date?\nIto is shut on Mondays.")
+    question, shut, form = long.summary().splitlines()
+    assert (question, shut) == ("question from book: Which date?", "Ito is shut on Mondays.")
+    assert form.startswith("(answer a JSON object: ") and "date (a string, required)" in form
     with pytest.raises(ApprovalError, match="does not fit its form: field 'seats' must be between"):
         await answer(store, "r1", '{"date": "2026-05-01", "seats": 12}', request.tool_call_id)
     with pytest.raises(ApprovalError, match="takes a reply"):

@@ -229,17 +229,23 @@ class HumanRequest:
         return self.expires_at is not None and now >= self.expires_at
 
     def summary(self) -> str:
-        """One line: ``run_shell {"command": "git push"} (execute): why``."""
+        """One line: ``run_shell {"command": "git push"} (execute): why``.
+
+        A question of several lines keeps them, with its choices or form on a line after.
+        """
         import json
 
         if self.kind is RequestKind.QUESTION:
             text = f"question from {self.tool_name}: {self.question}"
+            # After a question of several lines, the choices and the form go on a line
+            # of their own instead of trailing its last line.
+            gap = "\n" if "\n" in (self.question or "") else " "
             if self.choices:
-                text += f" [{' / '.join(self.choices)}]"
+                text += f"{gap}[{' / '.join(self.choices)}]"
             if self.schema is not None:
                 from avo.forms import describe_form
 
-                text += f" (answer a JSON object: {describe_form(self.schema)})"
+                text += f"{gap}(answer a JSON object: {describe_form(self.schema)})"
             return text
         arguments = json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)
         if len(arguments) > 200:
