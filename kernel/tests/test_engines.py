@@ -34,6 +34,7 @@ from avo.testing.plugins import write_distribution
 
 RELAY_ENGINE = """
 import asyncio
+from avo.exceptions import EngineRunGoneError
 from avo.plugins import EngineSpec, provides
 
 SIGNALS = asyncio.Queue()
@@ -51,6 +52,8 @@ class RelayEngine:
         return submission.run_id
 
     async def signal(self, run_id, operation, payload):
+        if self.settings.get("gone"):  # its driver ended before the run did
+            raise EngineRunGoneError(f"no driver for {run_id}", engine="relay", run_id=run_id)
         await SIGNALS.put((operation, run_id, dict(payload, settings=self.settings)))
 
     async def serve(self, options):
@@ -189,6 +192,22 @@ async def test_cancel_is_relayed_and_followed_until_the_driver_ends_the_run(
     await driving
     assert result.status is RunState.CANCELLED and result.stop_reason is StopReason.USER_CANCELLED
     assert result.error == "changed my mind"
+
+
+async def test_cancel_ends_an_engine_run_in_the_store_when_its_driver_is_gone(
+    relay_engine: Any,
+) -> None:
+    store = InMemoryEventStore()
+    record = {"name": "relay", "settings": {"gone": True}}
+    assert (await _runtime(store, record).run("write", run_id="r1")).status is RunState.PAUSED
+    with pytest.raises(EngineError, match="no driver"):  # an answer has no one to go to
+        await approve(store, "r1", environ={})
+    result = await cancel(store, "r1", reason="nobody drives it", environ={}, wait_seconds=10)
+    assert result.status is RunState.CANCELLED and result.stop_reason is StopReason.USER_CANCELLED
+    assert result.error == "nobody drives it"
+    assert relay_engine.SIGNALS.empty()
+    events = await store.get_events("r1")
+    assert events[-1].event_type.value == "run_cancelled"
 
 
 async def test_resume_of_an_engine_run_is_relayed(relay_engine: Any) -> None:

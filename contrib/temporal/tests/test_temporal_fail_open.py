@@ -7,6 +7,10 @@ was, resumable. With ``--fail-open-tools`` the workflow closes the call with a
 failed result saying its effect is unknown, and the run goes on to the end:
 whether the flag reaches a workflow still waiting for a signal, or starts a new
 workflow because the old one is gone. The call is not run again.
+
+Such a run can also be given up: ``avo runs cancel`` finds no workflow to
+signal and ends the run in the store itself, closing the cut-off call with a
+failed result, as it cancels an in-process run whose process died.
 """
 
 from __future__ import annotations
@@ -111,3 +115,27 @@ def test_fail_open_tools_reaches_a_workflow_that_refused_the_plain_resume(fleet:
     asyncio.run(plain_resume_signal())
     assert len(asyncio.run(_events(fleet, run_id))) == len(before)
     _completed_with_the_call_failed(fleet, run_id, before[-1].payload["tool_call_id"])
+
+
+def test_cancel_ends_a_cut_off_run_whose_workflow_is_gone(fleet: Fleet) -> None:
+    run_id = _cut_off(fleet)
+    before = asyncio.run(_events(fleet, run_id))
+    call_id = before[-1].payload["tool_call_id"]
+    assert before[-1].event_type is EventType.TOOL_STARTED, [e.event_type for e in before]
+    cancelled = fleet.avo(
+        "runs", "cancel", run_id, "--reason", "gave up", "--json", check=False, timeout=90
+    )
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    result = json.loads(cancelled.stdout)
+    assert (result["status"], result["stop_reason"]) == ("cancelled", "user_cancelled"), result
+    events = asyncio.run(_events(fleet, run_id))
+    RunLogState.from_events(run_id, events)  # gapless and valid
+    assert [e.event_id for e in events[: len(before)]] == [e.event_id for e in before]
+    failed = [e for e in events if e.event_type is EventType.TOOL_FAILED]
+    assert [e.payload["tool_call_id"] for e in failed] == [call_id]
+    assert "may have partly taken effect" in json.dumps(failed[0].payload)
+    assert "gave up" in json.dumps(failed[0].payload)
+    assert events[-1].event_type is EventType.RUN_CANCELLED
+    assert fleet.effects.read_text() == "omega 0"  # the call was not run again
+    again = fleet.avo("runs", "cancel", run_id, check=False, timeout=90)
+    assert again.returncode == 2 and "already finished" in again.stderr, again.stderr

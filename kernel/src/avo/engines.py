@@ -103,7 +103,12 @@ class Engine(Protocol):
         ...
 
     async def signal(self, run_id: str, operation: str, payload: Mapping[str, JsonValue]) -> None:
-        """Relay one of :data:`OPERATIONS` to the driver of ``run_id``."""
+        """Relay one of :data:`OPERATIONS` to the driver of ``run_id``.
+
+        Raises :class:`~avo.exceptions.EngineRunGoneError` when the engine no
+        longer drives the run (nothing receives the signal; a ``resume`` should
+        start driving it again instead).
+        """
         ...
 
     async def serve(self, options: WorkerOptions) -> None:

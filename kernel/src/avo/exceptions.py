@@ -38,6 +38,7 @@
     ├── ContentNotSupportedError    (an image or document the model cannot be shown)
     ├── CredentialError             (a stored API key that cannot be read, written or removed)
     └── EngineError                 (an execution engine is unreachable or refused a run)
+        └── EngineRunGoneError      (the engine no longer drives the run: nothing to signal)
 
 Context is carried as attributes (``.run_id``, ``.plugin``, ``.tool_name``) so
 callers never parse messages. The CLI prints ``avo: {message}`` and exits 2
@@ -396,6 +397,15 @@ class EngineError(AvoError):
         self.run_id = run_id
 
 
+class EngineRunGoneError(EngineError):
+    """The engine has no driver for the run any more (e.g. its Temporal workflow was
+    terminated before the run ended), so a signal reaches no one.
+
+    Nobody writes the run's log then: :func:`avo.ops.cancel` ends such a run
+    in the store itself, as it cancels an in-process run whose process died.
+    """
+
+
 __all__ = [
     "ApprovalError",
     "AvoError",
@@ -407,6 +417,7 @@ __all__ = [
     "CredentialError",
     "DuplicateToolError",
     "EngineError",
+    "EngineRunGoneError",
     "EventInvariantError",
     "FakeProviderExhaustedError",
     "HookError",

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from avo.engines import RunSubmission, WorkerOptions
-from avo.exceptions import EngineError
+from avo.exceptions import EngineError, EngineRunGoneError
 from avo_temporal.connection import connect
 from avo_temporal.settings import TemporalSettings, load_settings
 
@@ -93,8 +93,8 @@ class TemporalEngine:
                 raise EngineError(
                     f"could not signal run {run_id}'s workflow ({operation}): {exc}", engine=NAME
                 ) from None
-            if operation != "resume":
-                raise EngineError(
+            if operation != "resume":  # (avo.ops.cancel ends such a run in the store itself)
+                raise EngineRunGoneError(
                     f"run {run_id} has no running workflow on {self.settings.address} "
                     f"(namespace {self.settings.namespace!r}); resume it first "
                     f"(avo runs resume {run_id}) so a worker drives it again",

@@ -6,7 +6,11 @@ is unknown, then the run ends). A run a live process is driving is refused
 with :class:`~avo.exceptions.RunBusyError` naming the holder: stop it there
 first (its Ctrl-C interrupts it; then cancel). A run an engine drives
 (:mod:`avo.engines`, e.g. a Temporal workflow) gets the cancel as a signal:
-its driver ends it, whatever it is doing.
+its driver ends it, whatever it is doing. An engine that no longer drives the
+run (its workflow was terminated before the run ended: the engine raises
+:class:`~avo.exceptions.EngineRunGoneError`) has no one to hand the cancel to,
+and nobody writes the run: it is cancelled here, in the store, like a run
+whose process died (its open calls closed with a failed result).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from avo.engines import engine_record
 from avo.events import AgentEvent, RunLogState
-from avo.exceptions import RunAlreadyTerminalError, RunNotFoundError
+from avo.exceptions import EngineRunGoneError, RunAlreadyTerminalError, RunNotFoundError
 from avo.models import RunRecord, RunResult
 from avo.ops._abandon import abandon_open_calls
 from avo.ops._context import offline_runtime, run_context
@@ -46,7 +50,8 @@ async def cancel(
     Raises RunNotFoundError, RunAlreadyTerminalError, or RunBusyError when a
     live process holds the run's lease. A run an engine drives (avo.engines)
     is cancelled by its driver: the cancel is relayed to the engine and this
-    waits up to ``wait_seconds`` for the run to end (EngineError after).
+    waits up to ``wait_seconds`` for the run to end (EngineError after); when
+    the engine says no driver is left (EngineRunGoneError), it is cancelled here.
     """
     run = await store.get_run(run_id)
     if run is None:
@@ -59,9 +64,15 @@ async def cancel(
     events = await store.get_events(run_id)
     record = engine_record(events)
     if record is not None:
-        await relay(record, run_id, "cancel", {"reason": reason}, environ=environ)
-        after = events[-1].sequence if events else 0
-        return await follow(store, run_id, after=after, wait_seconds=wait_seconds, paused_ok=False)
+        try:
+            await relay(record, run_id, "cancel", {"reason": reason}, environ=environ)
+        except EngineRunGoneError:
+            pass  # no driver left to end it: end it here, as a dead process's run
+        else:
+            after = events[-1].sequence if events else 0
+            return await follow(
+                store, run_id, after=after, wait_seconds=wait_seconds, paused_ok=False
+            )
     async with holding_lease(store, run_id, owner=owner, doing="cancel") as writer:
         return await cancel_run(offline_runtime(writer, environ=environ), run, reason)
 
