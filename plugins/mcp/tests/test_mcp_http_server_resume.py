@@ -101,8 +101,8 @@ async def test_a_dropped_stream_resumes_after_its_last_event_id(tmp_path: Path) 
             other = await http.post(url, json=_init(), headers=STREAM)  # another session
             elsewhere = {**STREAM, "Mcp-Session-Id": other.headers["mcp-session-id"]}
             refused = await http.get(url, headers={**elsewhere, "Last-Event-ID": "1/1"})
-            assert refused.status_code == 404  # never another session's (or stream's) events
-            assert "names no stream of this session" in refused.json()["error"]["message"]
+            assert refused.status_code == 400  # never another session's (or stream's) events
+            assert "which this session has not opened" in refused.json()["error"]["message"]
             bad = await http.get(url, headers={**session, "Last-Event-ID": "yesterday"})
             assert bad.status_code == 400 and "'<stream>/<n>'" in bad.json()["error"]["message"]
             ahead = await http.get(url, headers={**session, "Last-Event-ID": "1/9"})

@@ -17,6 +17,12 @@ resumes with ``GET`` + ``Last-Event-ID``. After the handshake the client also op
 call (a 405 means the server has none). Server requests are answered by the
 session (ping, roots, sampling) with a POST.
 
+A ``404`` to a message carrying ``Mcp-Session-Id`` means the server ended the
+session: the client starts a new one (``initialize`` again, as MCP requires)
+and sends the request again, which the server never took. A resumption
+answered ``404`` fails its call instead: the request may have run, and its
+answer is lost.
+
 A ``401`` means the server wants OAuth authorization: with ``auth=`` (an
 :class:`~avo_mcp.oauth.OAuthClient`) the client refreshes or authorizes and
 sends the request again; without, the error names ``avo mcp login`` and the
@@ -81,6 +87,14 @@ class _Challenge(Exception):
         )
 
 
+class _SessionGone(Exception):
+    """A ``404`` to a message that carried ``Mcp-Session-Id``: the server ended the session."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+
 class MCPHttpServer(MCPSession):
     """An MCP server reached over streamable HTTP at ``url``."""
 
@@ -117,6 +131,7 @@ class MCPHttpServer(MCPSession):
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[JsonDict]] = {}
         self._get_stream: asyncio.Task[None] | None = None
+        self._renewing = asyncio.Lock()
 
     @property
     def session_id(self) -> str | None:
@@ -239,10 +254,23 @@ class MCPHttpServer(MCPSession):
     async def _post(
         self, message: JsonDict, method: str, *, future: asyncio.Future[JsonDict] | None = None
     ) -> None:
-        """POST one message, authorizing (and sending it again) when the server asks."""
+        """POST one message, authorizing (and sending it again) when the server asks, and
+        starting a new session (and sending a request again) when it ended the last one."""
+        renewed = False
         for _ in range(_MAX_AUTH_ROUNDS):
             try:
                 await self._post_once(message, method, future=future)
+            except _SessionGone as gone:
+                if renewed or method in ("initialize", "notifications/initialized"):
+                    raise MCPError(
+                        f"MCP server {self.name!r} answered {method} with HTTP 404 for session "
+                        f"{gone.session_id} again after a new session began"
+                    ) from None
+                await self._renew_session(gone.session_id)
+                renewed = True
+                if "id" not in message or "method" not in message:
+                    return  # a notification or an answer for the session that ended
+                continue  # the server never took the request: send it in the new session
             except _Challenge as challenge:
                 if self.auth is None or self._client is None:
                     raise challenge.error() from None
@@ -260,6 +288,21 @@ class MCPHttpServer(MCPSession):
         raise MCPAuthError(
             f"MCP server {self.name!r} still refuses {method} after authorizing again"
         )
+
+    async def _renew_session(self, ended: str) -> None:
+        """The server ended session ``ended`` (a ``404``): start a new one, as MCP says a
+        client must (once, however many requests learn of it together)."""
+        async with self._renewing:
+            if self._session_id != ended:
+                return  # another request already began the new session
+            logger.info("MCP server %r ended session %s; starting a new one", self.name, ended)
+            self._session_id = None
+            stream, self._get_stream = self._get_stream, None
+            if stream is not None:
+                stream.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await stream
+            await self._handshake()
 
     async def _post_once(
         self, message: JsonDict, method: str, *, future: asyncio.Future[JsonDict] | None = None
@@ -325,11 +368,9 @@ class MCPHttpServer(MCPSession):
             response.status_code == 403 and "insufficient_scope" in header
         ):
             raise _Challenge(self, response.status_code, header)
-        if response.status_code == 404 and self._session_id is not None:
-            raise MCPError(
-                f"MCP server {self.name!r} no longer knows session {self._session_id} "
-                "(HTTP 404: it expired or the server restarted); start the server connection again"
-            )
+        sent = response.request.headers.get("mcp-session-id")
+        if response.status_code == 404 and sent is not None:
+            raise _SessionGone(sent)
         raise MCPError(
             f"MCP server {self.name!r} answered {method} with HTTP "
             f"{response.status_code}: {body[:_ERROR_BODY_PREVIEW]}"
@@ -388,6 +429,13 @@ class MCPHttpServer(MCPSession):
             headers["Last-Event-ID"] = state.last_event_id
             try:
                 async with client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code == 404 and self._session_id is not None:
+                        ended = headers.get("Mcp-Session-Id")
+                        raise MCPError(
+                            f"MCP server {self.name!r} ended session {ended} "
+                            f"while {method} ran: its answer is lost (the request may have run; "
+                            "the next request starts a new session)"
+                        )
                     if response.status_code >= 400:
                         break
                     await self._consume(response, state, until=future, origin=origin)

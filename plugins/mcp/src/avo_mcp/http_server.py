@@ -15,8 +15,9 @@ serve-mcp`` stays quick to start). One endpoint, ``/mcp``:
   ``initialize`` opens a session (``Mcp-Session-Id``); every later message
   must carry it (``400`` without, ``404`` for an unknown or ended one).
 - ``GET`` with ``Last-Event-ID`` resumes the stream that event was on (the
-  events after it, then the rest live). Without it ``GET`` is ``405``: this
-  server never sends requests of its own, so it offers no standalone stream.
+  events after it, then the rest live); ``405`` when the session no longer
+  keeps that stream. Without it ``GET`` is ``405``: this server never sends
+  requests of its own, so it offers no standalone stream.
 - ``DELETE`` ends the session.
 
 DNS-rebinding protection: the ``Host`` header must name the loopback
@@ -32,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
@@ -45,13 +47,8 @@ from avo_mcp.framing import (
     JsonDict,
     error_response,
 )
-from avo_mcp.http_stream import (
-    KEPT_STREAMS,
-    EventStream,
-    Resumed,
-    SessionStreams,
-    write_stream,
-)
+from avo_mcp.http_sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, SessionTable
+from avo_mcp.http_stream import EventStream, Resumed, StreamForgotten, write_stream
 from avo_mcp.notify import notifying
 from avo_mcp.server import AvoMcpServer
 
@@ -71,13 +68,15 @@ _REASONS = {
     411: "Length Required",
     413: "Payload Too Large",
     415: "Unsupported Media Type",
+    503: "Service Unavailable",
 }
 
 
 class _HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers or {}
 
 
 def host_of(value: str) -> str:
@@ -99,14 +98,21 @@ class McpHttpServer:
         allowed_hosts: Iterable[str] = (),
         json_response: bool = False,
         keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        max_sessions: int = MAX_SESSIONS,
+        session_idle_seconds: float = SESSION_IDLE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.make_session = make_session
         self.path = path
         self.json_response = json_response
         self.keep_alive_seconds = keep_alive_seconds
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
-        self.sessions: dict[str, AvoMcpServer] = {}
-        self.streams: dict[str, SessionStreams] = {}
+        self.table = SessionTable(
+            max_sessions=max_sessions, idle_seconds=session_idle_seconds, clock=clock
+        )
+        """The live sessions (``avo_mcp.http_sessions``: idle ones end, their number is capped)."""
+        self.sessions = self.table.servers
+        self.streams = self.table.streams
         """Each session's resumable event streams (``avo_mcp.http_stream``)."""
         self._server: asyncio.Server | None = None
 
@@ -128,8 +134,7 @@ class McpHttpServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        self.sessions.clear()
-        self.streams.clear()
+        self.table.clear()
 
     # ------------------------------------------------------------- HTTP layer
 
@@ -143,18 +148,20 @@ class McpHttpServer:
                 try:
                     status, extra, payload = await self._respond(method, target, headers, body)
                 except _HttpError as exc:
-                    status, extra = exc.status, {}
+                    status, extra = exc.status, exc.headers
                     payload = error_response(None, INVALID_REQUEST, str(exc))
                 keep = headers.get("connection", "").lower() != "close"
-                if isinstance(payload, EventStream):
-                    await write_stream(writer, extra, payload, self.keep_alive_seconds)
-                elif isinstance(payload, Resumed):
-                    await write_stream(
-                        writer, extra, payload.stream, self.keep_alive_seconds, start=payload.start
-                    )
-                else:
-                    _write_response(writer, status, extra, payload, keep_alive=keep)
-                await writer.drain()
+                with self.table.writing(headers.get("mcp-session-id")):
+                    if isinstance(payload, EventStream):
+                        await write_stream(writer, extra, payload, self.keep_alive_seconds)
+                    elif isinstance(payload, Resumed):
+                        await write_stream(
+                            writer, extra, payload.stream, self.keep_alive_seconds,
+                            after=payload.after,
+                        )  # fmt: skip
+                    else:
+                        _write_response(writer, status, extra, payload, keep_alive=keep)
+                    await writer.drain()
                 if not keep:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, _HttpError):
@@ -177,8 +184,7 @@ class McpHttpServer:
             return 200, {}, self._resume(headers, last_event_id)
         if method == "DELETE":
             session_id = headers.get("mcp-session-id", "")
-            self.streams.pop(session_id, None)
-            if self.sessions.pop(session_id, None) is None:
+            if not self.table.end(session_id):
                 raise _HttpError(404, "unknown or ended MCP session")
             return 200, {}, None
         if method != "POST":
@@ -209,19 +215,14 @@ class McpHttpServer:
         if not session_id:
             raise _HttpError(400, "send the Mcp-Session-Id header of the stream's session")
         streams = self.streams.get(session_id)
-        if streams is None or session_id not in self.sessions:
+        if streams is None or self.table.get(session_id) is None:
             raise _HttpError(404, "unknown or ended MCP session; initialize again")
         try:
-            resumed = streams.resume(last_event_id)
+            return streams.resume(last_event_id)
         except ValueError as exc:
             raise _HttpError(400, str(exc)) from None
-        if resumed is None:
-            raise _HttpError(
-                404,
-                f"Last-Event-ID {last_event_id!r} names no stream of this session that can "
-                f"be resumed (the last {KEPT_STREAMS} are kept); send the request again",
-            )
-        return resumed
+        except StreamForgotten as exc:  # (not 404: that would end the client's session)
+            raise _HttpError(405, str(exc), {"Allow": "POST, DELETE"}) from None
 
     # -------------------------------------------------------------- MCP layer
 
@@ -248,12 +249,18 @@ class McpHttpServer:
         if any(m.get("method") == "initialize" for m in messages):
             if len(messages) != 1:
                 raise _HttpError(400, "initialize must be sent on its own")
+            if not self.table.has_room():
+                raise _HttpError(
+                    503,
+                    f"this server already serves {self.table.max_sessions} sessions, all busy; "
+                    "try again later",
+                    {"Retry-After": "5"},
+                )
             session_id = secrets.token_hex(16)
             session = self.make_session()
             reply = await session.handle(messages[0])
             if reply is not None and "result" in reply:
-                self.sessions[session_id] = session
-                self.streams[session_id] = SessionStreams(session.protocol_version)
+                self.table.add(session_id, session)
                 extra["Mcp-Session-Id"] = session_id
             if not takes_json and reply is not None:
                 return 200, extra, EventStream.of(reply)
@@ -261,7 +268,7 @@ class McpHttpServer:
         session_id = headers.get("mcp-session-id")
         if not session_id:
             raise _HttpError(400, "send the Mcp-Session-Id header from initialize")
-        session = self.sessions.get(session_id)
+        session = self.table.get(session_id)
         if session is None:
             raise _HttpError(404, "unknown or ended MCP session; initialize again")
         version = headers.get("mcp-protocol-version")
@@ -276,21 +283,27 @@ class McpHttpServer:
             for message in messages:
                 if not _is_request(message):
                     await session.handle(message)
-            handlers = [partial(self._streamed, session, m) for m in requests]
+            handlers = [partial(self._streamed, session_id, session, m) for m in requests]
             return 200, {}, self.streams[session_id].open(handlers)
-        replies = [r for r in await asyncio.gather(*(self._one(session, m) for m in messages)) if r]
+        replies = [
+            r
+            for r in await asyncio.gather(*(self._one(session_id, session, m) for m in messages))
+            if r
+        ]
         if not replies:
             return 202, {}, None
         return 200, {}, replies if batch else replies[0]
 
     async def _streamed(
-        self, session: AvoMcpServer, message: JsonDict, stream: EventStream
+        self, session_id: str, session: AvoMcpServer, message: JsonDict, stream: EventStream
     ) -> JsonDict | None:
         """Answer one request of an event stream: its notifications go on the stream first."""
         notifying(stream.send)  # (this task's own context; _one's task copies it)
-        return await self._one(session, message)
+        return await self._one(session_id, session, message)
 
-    async def _one(self, session: AvoMcpServer, message: JsonDict) -> JsonDict | None:
+    async def _one(
+        self, session_id: str, session: AvoMcpServer, message: JsonDict
+    ) -> JsonDict | None:
         """Handle one message; a request runs as a task ``notifications/cancelled`` can end."""
         request_id = message.get("id")
         if request_id is None or not isinstance(message.get("method"), str):
@@ -305,6 +318,7 @@ class McpHttpServer:
             raise
         finally:
             session._in_flight.pop(request_id, None)
+            self.table.touch(session_id)
 
 
 def _is_request(message: JsonDict) -> bool:

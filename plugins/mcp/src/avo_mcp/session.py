@@ -144,35 +144,40 @@ class MCPSession(abc.ABC):
             return
         await self._open()
         try:
-            result = await self.request(
-                "initialize",
-                {
-                    "protocolVersion": LATEST_PROTOCOL_VERSION,
-                    "capabilities": self.features.capabilities(),
-                    "clientInfo": dict(CLIENT_INFO),
-                },
-                wait_seconds=self.startup_timeout_seconds,
-            )
-            version = result.get("protocolVersion")
-            if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                raise MCPError(
-                    f"MCP server {self.name!r} answered initialize with protocolVersion "
-                    f"{version!r}; avo speaks {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}"
-                )
-            self._protocol_version = version
-            self._server_info = _as_dict(result.get("serverInfo"))
-            self._capabilities = _as_dict(result.get("capabilities"))
-            instructions = result.get("instructions")
-            self._instructions = instructions if isinstance(instructions, str) else None
-            await self._after_initialize()
-            await self._notify("notifications/initialized", None)
-            await self._after_initialized()
+            await self._handshake()
             self._started = True
             self._tools = await self.list_tools()
         except BaseException:
             self._started = False
             await self.stop()
             raise
+
+    async def _handshake(self) -> None:
+        """``initialize``, then ``notifications/initialized`` (also to start a new session
+        when the server ended the last one)."""
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": self.features.capabilities(),
+                "clientInfo": dict(CLIENT_INFO),
+            },
+            wait_seconds=self.startup_timeout_seconds,
+        )
+        version = result.get("protocolVersion")
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise MCPError(
+                f"MCP server {self.name!r} answered initialize with protocolVersion "
+                f"{version!r}; avo speaks {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}"
+            )
+        self._protocol_version = version
+        self._server_info = _as_dict(result.get("serverInfo"))
+        self._capabilities = _as_dict(result.get("capabilities"))
+        instructions = result.get("instructions")
+        self._instructions = instructions if isinstance(instructions, str) else None
+        await self._after_initialize()
+        await self._notify("notifications/initialized", None)
+        await self._after_initialized()
 
     async def _after_initialize(self) -> None:
         """Hook for transports that learn something from the handshake."""
