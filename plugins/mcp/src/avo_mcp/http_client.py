@@ -88,11 +88,8 @@ class _Challenge(Exception):
 
 
 class _SessionGone(Exception):
-    """A ``404`` to a message that carried ``Mcp-Session-Id``: the server ended the session."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(session_id)
-        self.session_id = session_id
+    """A ``404`` to a message that carried ``Mcp-Session-Id`` (its one argument): the
+    server ended that session."""
 
 
 class MCPHttpServer(MCPSession):
@@ -264,9 +261,9 @@ class MCPHttpServer(MCPSession):
                 if renewed or method in ("initialize", "notifications/initialized"):
                     raise MCPError(
                         f"MCP server {self.name!r} answered {method} with HTTP 404 for session "
-                        f"{gone.session_id} again after a new session began"
+                        f"{gone.args[0]} again after a new session began"
                     ) from None
-                await self._renew_session(gone.session_id)
+                await self._renew_session(gone.args[0])
                 renewed = True
                 if "id" not in message or "method" not in message:
                     return  # a notification or an answer for the session that ended

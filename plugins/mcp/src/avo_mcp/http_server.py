@@ -42,41 +42,30 @@ from urllib.parse import urlsplit
 from avo_mcp.framing import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     INVALID_REQUEST,
-    MAX_MESSAGE_BYTES,
     PARSE_ERROR,
     JsonDict,
     error_response,
 )
 from avo_mcp.http_sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, SessionTable
 from avo_mcp.http_stream import EventStream, Resumed, StreamForgotten, write_stream
+from avo_mcp.http_wire import (
+    IDLE_SECONDS,
+    MAX_LINE,
+    REQUEST_SECONDS,
+    WRITE_SECONDS,
+    HttpError,
+    drained,
+    read_request,
+    write_response,
+)
 from avo_mcp.notify import notifying
 from avo_mcp.server import AvoMcpServer
 
+MAX_CONNECTIONS = 512
+"""How many connections the server holds open at once."""
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 KEEP_ALIVE_SECONDS = 15.0
 """How long an event stream may stay silent before a keep-alive comment."""
-_MAX_HEADER_LINES = 100
-_MAX_LINE = 16 * 1024
-_REASONS = {
-    200: "OK",
-    202: "Accepted",
-    400: "Bad Request",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    406: "Not Acceptable",
-    411: "Length Required",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    503: "Service Unavailable",
-}
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.headers = headers or {}
 
 
 def host_of(value: str) -> str:
@@ -101,11 +90,21 @@ class McpHttpServer:
         max_sessions: int = MAX_SESSIONS,
         session_idle_seconds: float = SESSION_IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_seconds: float = IDLE_SECONDS,
+        request_seconds: float = REQUEST_SECONDS,
+        write_seconds: float = WRITE_SECONDS,
     ) -> None:
         self.make_session = make_session
         self.path = path
         self.json_response = json_response
         self.keep_alive_seconds = keep_alive_seconds
+        self.max_connections = max_connections
+        self.idle_seconds = idle_seconds
+        self.request_seconds = request_seconds
+        self.write_seconds = write_seconds
+        self.connections = 0
+        """Connections open now (at most ``max_connections``; past that ``503``)."""
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
         self.table = SessionTable(
             max_sessions=max_sessions, idle_seconds=session_idle_seconds, clock=clock
@@ -119,7 +118,7 @@ class McpHttpServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> tuple[str, int]:
         """Listen; return the bound (host, port)."""
         self.allowed_hosts = self.allowed_hosts | {host_of(host)}
-        self._server = await asyncio.start_server(self._connection, host, port, limit=_MAX_LINE)
+        self._server = await asyncio.start_server(self._connection, host, port, limit=MAX_LINE)
         sockname = self._server.sockets[0].getsockname()
         return str(sockname[0]), int(sockname[1])
 
@@ -139,44 +138,66 @@ class McpHttpServer:
     # ------------------------------------------------------------- HTTP layer
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         try:
+            if self.connections > self.max_connections:
+                refusal = f"this server already has {self.max_connections} connections open"
+                raise HttpError(503, refusal, {"Retry-After": "5"})
             while True:
-                request = await _read_request(reader)
+                request = await read_request(
+                    reader, idle_seconds=self.idle_seconds, request_seconds=self.request_seconds
+                )
                 if request is None:
                     break
-                method, target, headers, body = request
-                try:
-                    status, extra, payload = await self._respond(method, target, headers, body)
-                except _HttpError as exc:
-                    status, extra = exc.status, exc.headers
-                    payload = error_response(None, INVALID_REQUEST, str(exc))
-                keep = headers.get("connection", "").lower() != "close"
-                with self.table.writing(headers.get("mcp-session-id")):
-                    if isinstance(payload, EventStream):
-                        await write_stream(writer, extra, payload, self.keep_alive_seconds)
-                    elif isinstance(payload, Resumed):
-                        await write_stream(
-                            writer, extra, payload.stream, self.keep_alive_seconds,
-                            after=payload.after,
-                        )  # fmt: skip
-                    else:
-                        _write_response(writer, status, extra, payload, keep_alive=keep)
-                    await writer.drain()
-                if not keep:
+                if not await self._answer(writer, *request):
                     break
-        except (ConnectionError, asyncio.IncompleteReadError, _HttpError):
+        except HttpError as exc:  # the request could not be read: answer, then close
+            payload = error_response(None, INVALID_REQUEST, str(exc))
+            with contextlib.suppress(ConnectionError):
+                write_response(writer, exc.status, exc.headers, payload, keep_alive=False)
+                await drained(writer, self.write_seconds)
+        except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            self.connections -= 1
             with contextlib.suppress(Exception):
                 writer.close()
                 await writer.wait_closed()
+
+    async def _answer(
+        self,
+        writer: asyncio.StreamWriter,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> bool:
+        """Answer one request; False when the connection is to close after it."""
+        try:
+            status, extra, payload = await self._respond(method, target, headers, body)
+        except HttpError as exc:
+            status, extra = exc.status, exc.headers
+            payload = error_response(None, INVALID_REQUEST, str(exc))
+        keep = headers.get("connection", "").lower() != "close"
+        with self.table.writing(headers.get("mcp-session-id")):
+            if isinstance(payload, EventStream | Resumed):
+                stream = payload if isinstance(payload, EventStream) else payload.stream
+                after = payload.after if isinstance(payload, Resumed) else None
+                await write_stream(
+                    writer, extra, stream, self.keep_alive_seconds,
+                    after=after, write_seconds=self.write_seconds,
+                )  # fmt: skip
+            else:
+                write_response(writer, status, extra, payload, keep_alive=keep)
+            await drained(writer, self.write_seconds)
+        return keep
 
     async def _respond(
         self, method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], Any]:
         self._check_origin(headers)
         if urlsplit(target).path != self.path:
-            raise _HttpError(404, f"no MCP endpoint at {urlsplit(target).path}; use {self.path}")
+            raise HttpError(404, f"no MCP endpoint at {urlsplit(target).path}; use {self.path}")
         if method == "GET":
             last_event_id = headers.get("last-event-id")
             if last_event_id is None:  # no standalone stream: this server sends no requests
@@ -185,7 +206,7 @@ class McpHttpServer:
         if method == "DELETE":
             session_id = headers.get("mcp-session-id", "")
             if not self.table.end(session_id):
-                raise _HttpError(404, "unknown or ended MCP session")
+                raise HttpError(404, "unknown or ended MCP session")
             return 200, {}, None
         if method != "POST":
             return 405, {"Allow": "POST, GET, DELETE"}, None
@@ -194,47 +215,45 @@ class McpHttpServer:
     def _check_origin(self, headers: dict[str, str]) -> None:
         host = headers.get("host")
         if host is None or host_of(host) not in self.allowed_hosts:
-            raise _HttpError(403, f"Host {host!r} is not allowed (DNS-rebinding protection)")
+            raise HttpError(403, f"Host {host!r} is not allowed (DNS-rebinding protection)")
         origin = headers.get("origin")
         if origin is not None and origin != "null":
             parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or (
                 host_of(parts.hostname or "") not in self.allowed_hosts
             ):
-                raise _HttpError(
-                    403, f"Origin {origin!r} is not allowed (DNS-rebinding protection)"
-                )
+                raise HttpError(403, f"Origin {origin!r} is not allowed (DNS-rebinding protection)")
         elif origin == "null":
-            raise _HttpError(403, "Origin 'null' is not allowed (DNS-rebinding protection)")
+            raise HttpError(403, "Origin 'null' is not allowed (DNS-rebinding protection)")
 
     def _resume(self, headers: dict[str, str], last_event_id: str) -> Resumed:
         """``GET`` + ``Last-Event-ID``: the rest of the stream that id is on."""
         if "text/event-stream" not in headers.get("accept", "").lower():
-            raise _HttpError(406, "resuming a stream answers text/event-stream; accept it")
+            raise HttpError(406, "resuming a stream answers text/event-stream; accept it")
         session_id = headers.get("mcp-session-id")
         if not session_id:
-            raise _HttpError(400, "send the Mcp-Session-Id header of the stream's session")
+            raise HttpError(400, "send the Mcp-Session-Id header of the stream's session")
         streams = self.streams.get(session_id)
         if streams is None or self.table.get(session_id) is None:
-            raise _HttpError(404, "unknown or ended MCP session; initialize again")
+            raise HttpError(404, "unknown or ended MCP session; initialize again")
         try:
             return streams.resume(last_event_id)
         except ValueError as exc:
-            raise _HttpError(400, str(exc)) from None
+            raise HttpError(400, str(exc)) from None
         except StreamForgotten as exc:  # (not 404: that would end the client's session)
-            raise _HttpError(405, str(exc), {"Allow": "POST, DELETE"}) from None
+            raise HttpError(405, str(exc), {"Allow": "POST, DELETE"}) from None
 
     # -------------------------------------------------------------- MCP layer
 
     async def _post(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], Any]:
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
-            raise _HttpError(415, "POST a JSON-RPC message with Content-Type: application/json")
+            raise HttpError(415, "POST a JSON-RPC message with Content-Type: application/json")
         accept = headers.get("accept", "*/*").lower()
         takes_json = any(kind in accept for kind in ("application/json", "*/*", "application/*"))
         takes_stream = "text/event-stream" in accept and not self.json_response
         if not takes_json and not takes_stream:
-            raise _HttpError(
+            raise HttpError(
                 406, "this server answers with application/json or text/event-stream; accept one"
             )
         try:
@@ -248,9 +267,9 @@ class McpHttpServer:
         extra: dict[str, str] = {}
         if any(m.get("method") == "initialize" for m in messages):
             if len(messages) != 1:
-                raise _HttpError(400, "initialize must be sent on its own")
+                raise HttpError(400, "initialize must be sent on its own")
             if not self.table.has_room():
-                raise _HttpError(
+                raise HttpError(
                     503,
                     f"this server already serves {self.table.max_sessions} sessions, all busy; "
                     "try again later",
@@ -267,13 +286,13 @@ class McpHttpServer:
             return 200, extra, reply
         session_id = headers.get("mcp-session-id")
         if not session_id:
-            raise _HttpError(400, "send the Mcp-Session-Id header from initialize")
+            raise HttpError(400, "send the Mcp-Session-Id header from initialize")
         session = self.table.get(session_id)
         if session is None:
-            raise _HttpError(404, "unknown or ended MCP session; initialize again")
+            raise HttpError(404, "unknown or ended MCP session; initialize again")
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            raise _HttpError(400, f"unsupported MCP-Protocol-Version {version!r}")
+            raise HttpError(400, f"unsupported MCP-Protocol-Version {version!r}")
         requests = [m for m in messages if _is_request(m)]
         if (
             takes_stream
@@ -328,65 +347,6 @@ def _is_request(message: JsonDict) -> bool:
 def _current_cancelled() -> bool:
     current = asyncio.current_task()
     return current is not None and current.cancelling() > 0
-
-
-async def _read_request(
-    reader: asyncio.StreamReader,
-) -> tuple[str, str, dict[str, str], bytes] | None:
-    line = await reader.readline()
-    if not line:
-        return None
-    parts = line.decode("latin-1").split()
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise _HttpError(400, "malformed request line")
-    headers: dict[str, str] = {}
-    for _ in range(_MAX_HEADER_LINES):
-        header = await reader.readline()
-        if header in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = header.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    else:
-        raise _HttpError(400, "too many header lines")
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = await _read_chunked(reader)
-    else:
-        length = int(headers.get("content-length", "0") or 0)
-        if length > MAX_MESSAGE_BYTES:
-            raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
-        body = await reader.readexactly(length) if length else b""
-    return parts[0].upper(), parts[1], headers, body
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    body = bytearray()
-    while True:
-        size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            await reader.readline()
-            return bytes(body)
-        body += await reader.readexactly(size)
-        await reader.readline()
-        if len(body) > MAX_MESSAGE_BYTES:
-            raise _HttpError(413, f"body larger than {MAX_MESSAGE_BYTES} bytes")
-
-
-def _write_response(
-    writer: asyncio.StreamWriter,
-    status: int,
-    headers: dict[str, str],
-    payload: Any,
-    *,
-    keep_alive: bool,
-) -> None:
-    body = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'OK')}"]
-    if payload is not None:
-        lines.append("Content-Type: application/json")
-    lines.append(f"Content-Length: {len(body)}")
-    lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
-    lines.extend(f"{name}: {value}" for name, value in headers.items())
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
 
 
 __all__ = ["KEEP_ALIVE_SECONDS", "LOOPBACK_HOSTS", "EventStream", "McpHttpServer", "host_of"]

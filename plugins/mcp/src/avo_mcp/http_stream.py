@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from avo_mcp.framing import INVALID_REQUEST, JsonDict, error_response
+from avo_mcp.http_wire import WRITE_SECONDS, drained
 
 KEPT_STREAMS = 16
 """How many of a session's finished streams stay resumable (the oldest is forgotten first)."""
@@ -274,10 +275,12 @@ async def write_stream(
     keep_alive: float,
     *,
     after: int | None = None,
+    write_seconds: float = WRITE_SECONDS,
 ) -> None:
     """Send ``stream``'s events as a chunked ``text/event-stream`` response, a comment
     when idle: a new stream from its priming event (if it has one), a resumed one
-    from the first kept event after ``after``."""
+    from the first kept event after ``after``. Raises ConnectionError (the connection
+    cut) when the client leaves an event unread for ``write_seconds``."""
     lines = [
         "HTTP/1.1 200 OK",
         "Content-Type: text/event-stream",
@@ -302,7 +305,7 @@ async def write_stream(
             head = f"id: {event_id}\n" if event_id is not None else ""
             _chunk(writer, f"{head}event: message\ndata: ".encode() + event.data + b"\n\n")
             seq = event.seq
-        await writer.drain()
+        await drained(writer, write_seconds)  # a client that stops reading is cut off
     writer.write(b"0\r\n\r\n")
 
 
