@@ -167,3 +167,16 @@ async def test_avos_client_starts_a_new_session_when_the_server_ended_its_own(
             assert list(served.server.sessions) == [client.session_id]
         finally:
             await client.stop()
+
+
+async def test_a_session_runs_a_bounded_number_of_requests_at_once(tmp_path: Path) -> None:
+    async with Served(tmp_path, max_requests=1) as served:
+        session = await served.open()
+        await served.start_slow(session)
+        refused = await served.http.post(served.url, json=PING, headers=session)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert "at most 1 at once" in refused.json()["error"]["message"]
+        served.release.set()
+        rest = await served.http.get(served.url, headers={**session, "Last-Event-ID": "1/0"})
+        assert "slow done" in rest.text
+        assert await served.ping(session) == 200  # the slow one finished: room again

@@ -46,7 +46,7 @@ from avo_mcp.framing import (
     JsonDict,
     error_response,
 )
-from avo_mcp.http_sessions import MAX_SESSIONS, SESSION_IDLE_SECONDS, SessionTable
+from avo_mcp.http_sessions import MAX_REQUESTS, MAX_SESSIONS, SESSION_IDLE_SECONDS, SessionTable
 from avo_mcp.http_stream import EventStream, Resumed, StreamForgotten, write_stream
 from avo_mcp.http_wire import (
     IDLE_SECONDS,
@@ -88,6 +88,7 @@ class McpHttpServer:
         json_response: bool = False,
         keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
         max_sessions: int = MAX_SESSIONS,
+        max_requests: int = MAX_REQUESTS,
         session_idle_seconds: float = SESSION_IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         max_connections: int = MAX_CONNECTIONS,
@@ -107,7 +108,10 @@ class McpHttpServer:
         """Connections open now (at most ``max_connections``; past that ``503``)."""
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
         self.table = SessionTable(
-            max_sessions=max_sessions, idle_seconds=session_idle_seconds, clock=clock
+            max_sessions=max_sessions,
+            idle_seconds=session_idle_seconds,
+            clock=clock,
+            max_requests=max_requests,
         )
         """The live sessions (``avo_mcp.http_sessions``: idle ones end, their number is capped)."""
         self.sessions = self.table.servers
@@ -294,6 +298,13 @@ class McpHttpServer:
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             raise HttpError(400, f"unsupported MCP-Protocol-Version {version!r}")
         requests = [m for m in messages if _is_request(m)]
+        if not self.table.accept(session_id, len(requests)):
+            raise HttpError(
+                429,
+                f"this session already runs {self.table.running[session_id]} requests (at most "
+                f"{self.table.max_requests} at once); wait for their answers",
+                {"Retry-After": "1"},
+            )
         if (
             takes_stream
             and requests
@@ -323,6 +334,14 @@ class McpHttpServer:
     async def _one(
         self, session_id: str, session: AvoMcpServer, message: JsonDict
     ) -> JsonDict | None:
+        """Handle one message (a request counted by ``table.accept`` counts as finished after)."""
+        try:
+            return await self._handle(session, message)
+        finally:
+            if _is_request(message):
+                self.table.finished(session_id)
+
+    async def _handle(self, session: AvoMcpServer, message: JsonDict) -> JsonDict | None:
         """Handle one message; a request runs as a task ``notifications/cancelled`` can end."""
         request_id = message.get("id")
         if request_id is None or not isinstance(message.get("method"), str):
@@ -337,7 +356,6 @@ class McpHttpServer:
             raise
         finally:
             session._in_flight.pop(request_id, None)
-            self.table.touch(session_id)
 
 
 def _is_request(message: JsonDict) -> bool:

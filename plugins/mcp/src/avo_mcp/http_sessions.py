@@ -7,7 +7,8 @@ the table holds at most ``max_sessions``, and a new session pushes out the
 one idle the longest. A request naming a session that ended is answered
 ``404``, which tells an MCP client to initialize again. When every session
 is busy a new one is refused (``503``) rather than one in use cut off.
-Ending a session cancels its running requests.
+Ending a session cancels its running requests. A session runs at most
+``max_requests`` requests at once; a POST that would pass it is ``429``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ MAX_SESSIONS = 256
 """How many sessions one server keeps at most."""
 SESSION_IDLE_SECONDS = 3600.0
 """How long a session may stay idle before it ends."""
+MAX_REQUESTS = 64
+"""How many requests of one session may run at once (past that ``429``)."""
 
 
 class SessionTable:
@@ -35,6 +38,7 @@ class SessionTable:
         max_sessions: int = MAX_SESSIONS,
         idle_seconds: float = SESSION_IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        max_requests: int = MAX_REQUESTS,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}")
@@ -43,6 +47,9 @@ class SessionTable:
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
         self.clock = clock
+        self.max_requests = max_requests
+        self.running: Counter[str] = Counter()
+        """How many requests of each session run now."""
         self.servers: dict[str, AvoMcpServer] = {}
         self.streams: dict[str, SessionStreams] = {}
         """Each session's resumable event streams (``avo_mcp.http_stream``)."""
@@ -78,12 +85,28 @@ class SessionTable:
         self.streams[session_id] = SessionStreams(server.protocol_version)
         self._used[session_id] = self.clock()
 
+    def accept(self, session_id: str, requests: int) -> bool:
+        """Count ``requests`` more running for the session; False (nothing counted) when
+        that would pass ``max_requests``."""
+        if self.running[session_id] + requests > self.max_requests:
+            return False
+        self.running[session_id] += requests
+        return True
+
+    def finished(self, session_id: str) -> None:
+        """One request of the session finished (it is used now)."""
+        self.running[session_id] -= 1
+        if self.running[session_id] <= 0:
+            del self.running[session_id]
+        self.touch(session_id)
+
     def busy(self, session_id: str) -> bool:
         """A request of the session runs, or a response to it is being written."""
         server = self.servers.get(session_id)
         streams = self.streams.get(session_id)
         return bool(
             (server is not None and server._in_flight)
+            or self.running[session_id]
             or self._writing[session_id]
             or (streams is not None and any(not s.finished for s in streams.streams.values()))
         )
@@ -136,4 +159,4 @@ class SessionTable:
                 self._used[session_id] = self.clock()
 
 
-__all__ = ["MAX_SESSIONS", "SESSION_IDLE_SECONDS", "SessionTable"]
+__all__ = ["MAX_REQUESTS", "MAX_SESSIONS", "SESSION_IDLE_SECONDS", "SessionTable"]

@@ -36,6 +36,7 @@ REASONS = {
     411: "Length Required",
     413: "Payload Too Large",
     415: "Unsupported Media Type",
+    429: "Too Many Requests",
     503: "Service Unavailable",
 }
 
