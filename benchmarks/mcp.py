@@ -111,8 +111,8 @@ async def _stream_memory(reports: int = 100_000) -> tuple[int, int, int]:
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                        "clientInfo": {"name": "bench"}}}  # fmt: skip
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "chatty", "arguments": {}, "_meta": {"progressToken": "p"}}}  # fmt: skip
+    params = {"name": "chatty", "arguments": {}, "_meta": {"progressToken": "p"}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
     try:
         async with httpx.AsyncClient(timeout=60) as http:
             opened = await http.post(url, json=init, headers=accept)
@@ -123,8 +123,7 @@ async def _stream_memory(reports: int = 100_000) -> tuple[int, int, int]:
                     break  # the priming event: the client goes away
             streams = server.streams[session_id]
             stream = streams.streams[1]
-            while not stream.finished:
-                await asyncio.sleep(0.05)
+            await asyncio.gather(*stream.tasks)  # the call ran to its end
             one = len(stream.events[0].data)  # (a progress event; later ones are as long)
             return len(stream.events), streams.kept_bytes, one * stream.sent
     finally:
