@@ -142,3 +142,16 @@ async def test_connections_past_the_cap_are_503(tmp_path: Path) -> None:
         assert b" 503 " in head and b"Retry-After: 5" in head
         writer.close()
         holder.close()
+
+
+async def test_closing_the_server_closes_every_connection(tmp_path: Path) -> None:
+    async with served(tmp_path) as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", _port(server))
+        for _ in range(int(WAIT / 0.05)):
+            if server.connections == 1:
+                break
+            await asyncio.sleep(0.05)
+        await server.close()  # (the idle connection would wait two minutes for a request)
+        assert await asyncio.wait_for(reader.read(), WAIT) == b""
+        assert server.connections == 0
+        writer.close()

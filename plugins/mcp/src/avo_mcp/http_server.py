@@ -104,8 +104,7 @@ class McpHttpServer:
         self.idle_seconds = idle_seconds
         self.request_seconds = request_seconds
         self.write_seconds = write_seconds
-        self.connections = 0
-        """Connections open now (at most ``max_connections``; past that ``503``)."""
+        self._writers: set[asyncio.StreamWriter] = set()
         self.allowed_hosts = LOOPBACK_HOSTS | {host_of(h) for h in allowed_hosts}
         self.table = SessionTable(
             max_sessions=max_sessions,
@@ -132,17 +131,26 @@ class McpHttpServer:
         async with self._server:
             await self._server.serve_forever()
 
+    @property
+    def connections(self) -> int:
+        """Connections open now (at most ``max_connections``; past that ``503``)."""
+        return len(self._writers)
+
     async def close(self) -> None:
-        """Stop listening and drop every session."""
+        """Stop listening, end every session (cancelling its requests) and close every
+        connection (also one idle or reading a stream)."""
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
         self.table.clear()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
 
     # ------------------------------------------------------------- HTTP layer
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
+        self._writers.add(writer)
         try:
             if self.connections > self.max_connections:
                 refusal = f"this server already has {self.max_connections} connections open"
@@ -163,7 +171,7 @@ class McpHttpServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            self.connections -= 1
+            self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
                 await writer.wait_closed()
