@@ -228,3 +228,49 @@ def test_avos_client_resumes_a_dropped_stream_of_avo_serve_mcp_http(tmp_path: Pa
         stop_process(process)
     assert cuts == 1  # the stream really dropped
     assert result["is_error"] is False and "resumed hello" in result["text"]
+
+
+async def test_a_resumption_takes_the_stream_from_the_connection_it_had(tmp_path: Path) -> None:
+    """A client that resumes while the first connection still looks open (half-open TCP)
+    gets the rest on the new one; the old one is closed and carries none of it."""
+    release = asyncio.Event()
+
+    async def slow(args: Nothing) -> str:
+        await release.wait()
+        return "slow done"
+
+    registry = build_default_registry()
+    registry.register(
+        FunctionTool(name="slow", description="Wait.", arguments_model=Nothing, function=slow)
+    )
+    server = McpHttpServer(lambda: AvoMcpServer(registry, workspace_root=tmp_path))
+    _host, port = await server.start("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx.AsyncClient(timeout=30) as http:
+            opened = await http.post(url, json=_init(), headers=STREAM)
+            session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            body = json.dumps(_call(2, "slow")).encode()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            head = "".join(f"{k}: {v}\r\n" for k, v in session.items())
+            writer.write(
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            first = await asyncio.wait_for(reader.readuntil(b"data:\n\n"), 30)
+            assert b"id: 1/0" in first  # primed; this connection stays open
+
+            async def resumed() -> str:
+                headers = {**session, "Last-Event-ID": "1/0"}
+                return (await http.get(url, headers=headers)).text
+
+            second = asyncio.ensure_future(resumed())
+            rest_of_first = await asyncio.wait_for(reader.read(), 30)  # closed by the server
+            release.set()
+            assert "slow done" in await second
+            assert b"slow done" not in rest_of_first
+            writer.close()
+    finally:
+        release.set()
+        await server.close()

@@ -12,7 +12,9 @@ The events are kept with the stream, not only written: when the connection
 drops, its requests keep running, and a client that reconnects with ``GET``
 and ``Last-Event-ID: <stream>/<n>`` (same session) gets the events after
 ``n`` on the new response, then the rest as they come, until the last
-answer. A resumption never carries another stream's events.
+answer. A resumption never carries another stream's events, and a stream is
+written on one connection at a time: a resumption takes it from the
+connection it had (which is closed), so no event goes out twice.
 
 What is kept is bounded: a stream keeps at most :data:`MAX_STREAM_NOTES`
 notifications in :data:`MAX_STREAM_NOTE_BYTES`. Past that, first every
@@ -98,6 +100,8 @@ class EventStream:
         self._notes = 0
         self._progress: dict[Any, int] = {}
         self._open = 0
+        self.connection = 0
+        """How many connections were given the stream; only the newest writes it."""
         self._changed = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
         for handler in handlers:
@@ -178,12 +182,20 @@ class EventStream:
         """The id of event ``seq`` (``0``: the priming event); None without a number."""
         return None if self.number is None else f"{self.number}/{seq}"
 
-    async def event_after(self, seq: int, idle: float) -> Event | None:
+    def attach(self) -> int:
+        """Give the stream to a new connection (a resumption): the one it had stops."""
+        self.connection += 1
+        self._changed.set()
+        return self.connection
+
+    async def event_after(self, seq: int, idle: float, connection: int = 0) -> Event | None:
         """The first kept event after ``seq`` once there is one; None after ``idle``
-        seconds without one.
+        seconds without one, or at once when the stream moved off ``connection``.
 
         Raises StopAsyncIteration when the stream finished with none after ``seq``."""
         while True:
+            if connection and connection != self.connection:
+                return None
             index = bisect.bisect_right(self.events, seq, key=lambda e: e.seq)
             if index < len(self.events):
                 return self.events[index]
@@ -280,7 +292,8 @@ async def write_stream(
     """Send ``stream``'s events as a chunked ``text/event-stream`` response, a comment
     when idle: a new stream from its priming event (if it has one), a resumed one
     from the first kept event after ``after``. Raises ConnectionError (the connection
-    cut) when the client leaves an event unread for ``write_seconds``."""
+    cut) when the client leaves an event unread for ``write_seconds``, or resumed the
+    stream on another connection (an event is never sent on two)."""
     lines = [
         "HTTP/1.1 200 OK",
         "Content-Type: text/event-stream",
@@ -290,14 +303,18 @@ async def write_stream(
         *(f"{name}: {value}" for name, value in headers.items()),
     ]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    mine = stream.attach()
     if stream.priming and after is None:
         _chunk(writer, f"id: {stream.event_id(0)}\ndata:\n\n".encode())
     seq = after or 0
     while True:
         try:
-            event = await stream.event_after(seq, keep_alive)
+            event = await stream.event_after(seq, keep_alive, mine)
         except StopAsyncIteration:
             break
+        if mine != stream.connection:  # resumed elsewhere: never the same event on two
+            writer.transport.abort()
+            raise ConnectionError("the client resumed the stream on another connection")
         if event is None:
             _chunk(writer, b": keep-alive\n\n")
         else:
