@@ -7,6 +7,8 @@ request again, as MCP requires. Ending a session cancels its running requests. O
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from avo.tools import FunctionTool
 from avo_mcp import AvoMcpServer, build_default_registry
 from avo_mcp.http_client import MCPHttpServer
 from avo_mcp.http_server import McpHttpServer
+
+from .conftest import free_port, stop_process, wait_for_port
 
 STREAM = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {
@@ -180,3 +184,32 @@ async def test_a_session_runs_a_bounded_number_of_requests_at_once(tmp_path: Pat
         rest = await served.http.get(served.url, headers={**session, "Last-Event-ID": "1/0"})
         assert "slow done" in rest.text
         assert await served.ping(session) == 200  # the slow one finished: room again
+
+
+def test_avo_serve_mcp_http_takes_its_session_limits_from_the_command_line(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "avo_mcp", "serve-mcp", "--http", "--port", str(port),
+               "--workspace-root", str(tmp_path)]  # fmt: skip
+    process = subprocess.Popen(
+        [*command, "--max-sessions", "1", "--session-idle", "600"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, "avo serve-mcp --http")
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client(timeout=30) as http:
+            first = http.post(url, json=INIT, headers=STREAM).headers["mcp-session-id"]
+            second = http.post(url, json=INIT, headers=STREAM).headers["mcp-session-id"]
+            ping = {**STREAM, "Mcp-Session-Id": first}
+            assert http.post(url, json=PING, headers=ping).status_code == 404  # pushed out
+            ping["Mcp-Session-Id"] = second
+            assert http.post(url, json=PING, headers=ping).status_code == 200
+    finally:
+        stop_process(process)
+    refused = subprocess.run(
+        [*command, "--max-sessions", "0"], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and "--max-sessions 0 must be at least 1" in refused.stderr

@@ -69,6 +69,21 @@ def configure_serve(parser: argparse.ArgumentParser) -> None:
         "(by default a tools/call from a client that accepts text/event-stream is streamed, "
         "carrying the tool's progress)",
     )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --http, keep at most N sessions (default 256; a new one past that pushes "
+        "out the one idle the longest)",
+    )
+    parser.add_argument(
+        "--session-idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --http, end a session idle this long (default 3600)",
+    )
 
 
 def _registry_from_plugins(names: list[str], manager: Any) -> Any:
@@ -132,10 +147,20 @@ async def _serve_http(make_server: Callable[[], Any], args: argparse.Namespace) 
 
     if not 0 <= args.port <= 65535:
         raise McpCliError(f"--port {args.port} is not a port number; use 0..65535")
+    limits: dict[str, Any] = {}
+    if getattr(args, "max_sessions", None) is not None:
+        if args.max_sessions < 1:
+            raise McpCliError(f"--max-sessions {args.max_sessions} must be at least 1")
+        limits["max_sessions"] = args.max_sessions
+    if getattr(args, "session_idle", None) is not None:
+        if not args.session_idle > 0:
+            raise McpCliError(f"--session-idle {args.session_idle:g} must be more than 0 seconds")
+        limits["session_idle_seconds"] = args.session_idle
     server = McpHttpServer(
         make_server,
         allowed_hosts=args.allow_host,
         json_response=getattr(args, "json_response", False),
+        **limits,
     )
     try:
         host, port = await server.start(args.host, args.port)
