@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from avo.exceptions import MCPError
 from avo.tool_progress import report_progress
 from avo.tools import FunctionTool
 from avo_mcp import AvoMcpServer, build_default_registry
@@ -133,8 +134,9 @@ class _CuttingProxy:
     """Forwards 127.0.0.1 connections to the server; the first ``tools/call``'s answer
     stream is cut (connection aborted) right after its first event, the priming one."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, retry_ms: int | None = None) -> None:
         self.port = port
+        self.retry_ms = retry_ms  # also send ``retry:`` (ms) before the cut
         self.cuts = 0
         self.handlers: set[asyncio.Task[Any]] = set()
         self.writers: list[asyncio.StreamWriter] = []
@@ -177,6 +179,9 @@ class _CuttingProxy:
                 end = buffered.find(b"data:\n\n")
                 if end >= 0:  # the priming event went through: now the line goes down
                     writer.write(buffered[: end + len(b"data:\n\n")])
+                    if self.retry_ms is not None:  # one more chunk: the priming one ends first
+                        retry = f"retry: {self.retry_ms}\n\n".encode()
+                        writer.write(b"\r\n" + f"{len(retry):x}\r\n".encode() + retry + b"\r\n")
                     await writer.drain()
                     self.cuts += 1
                     writer.transport.abort()
@@ -273,4 +278,57 @@ async def test_a_resumption_takes_the_stream_from_the_connection_it_had(tmp_path
             writer.close()
     finally:
         release.set()
+        await server.close()
+
+
+async def test_a_call_resumes_in_its_own_session_even_after_a_new_one_began(
+    tmp_path: Path,
+) -> None:
+    """avo's client: a call's stream drops, the server ends the session, another call
+    starts a new one (404, initialize again); the first call resumes in *its* session
+    (ended: 404, the answer is lost), never in the new one, whose streams are others'."""
+    release = asyncio.Event()
+
+    async def slow(args: Nothing) -> str:
+        await release.wait()
+        return "slow done"
+
+    registry = build_default_registry()
+    registry.register(
+        FunctionTool(name="slow", description="Wait.", arguments_model=Nothing, function=slow)
+    )
+    server = McpHttpServer(lambda: AvoMcpServer(registry, workspace_root=tmp_path))
+    _host, port = await server.start("127.0.0.1", 0)
+    proxy = _CuttingProxy(port, retry_ms=3000)
+    listening = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    proxy_port = listening.sockets[0].getsockname()[1]
+    client = MCPHttpServer(url=f"http://localhost:{proxy_port}/mcp", timeout_seconds=60)
+    try:
+        await client.start()
+        first_session = client.session_id
+        call = asyncio.ensure_future(client.call_tool("slow", {}))
+        for _ in range(600):
+            if proxy.cuts:
+                break
+            await asyncio.sleep(0.05)
+        assert proxy.cuts == 1  # the call waits 3 s before it resumes
+        async with httpx.AsyncClient(timeout=30) as http:
+            ended = await http.delete(
+                f"http://127.0.0.1:{port}/mcp", headers={"Mcp-Session-Id": str(first_session)}
+            )
+            assert ended.status_code == 200
+        other = await client.call_tool("glob", {"pattern": "*"})  # 404: a new session
+        assert other["is_error"] is False and client.session_id != first_session
+        try:
+            await call
+        except MCPError as exc:
+            assert f"ended session {first_session}" in str(exc) and "lost" in str(exc)
+        else:
+            raise AssertionError("the call resumed in a session that is not its own")
+    finally:
+        release.set()
+        await client.stop()
+        listening.close()
+        await listening.wait_closed()
+        await proxy.close()
         await server.close()

@@ -17,11 +17,10 @@ resumes with ``GET`` + ``Last-Event-ID``. After the handshake the client also op
 call (a 405 means the server has none). Server requests are answered by the
 session (ping, roots, sampling) with a POST.
 
-A ``404`` to a message carrying ``Mcp-Session-Id`` means the server ended the
-session: the client starts a new one (``initialize`` again, as MCP requires)
-and sends the request again, which the server never took. A resumption
-answered ``404`` fails its call instead: the request may have run, and its
-answer is lost.
+A ``404`` to a message carrying ``Mcp-Session-Id``: the server ended the session,
+so the client starts a new one (``initialize`` again, as MCP requires) and sends
+the request again (never taken). A resumption (always in the stream's own
+session) answered ``404`` fails its call: the request may have run.
 
 A ``401`` means the server wants OAuth authorization: with ``auth=`` (an
 :class:`~avo_mcp.oauth.OAuthClient`) the client refreshes or authorizes and
@@ -56,8 +55,6 @@ _MAX_RESUMPTIONS = 5
 _GET_STREAM_MAX_RETRIES = 5
 _GET_STREAM_OPEN_SECONDS = 5.0
 _RESOURCE_METADATA = re.compile(r'resource_metadata="?([^",\s]+)"?')
-
-
 _MAX_AUTH_ROUNDS = 4
 
 
@@ -88,8 +85,7 @@ class _Challenge(Exception):
 
 
 class _SessionGone(Exception):
-    """A ``404`` to a message that carried ``Mcp-Session-Id`` (its one argument): the
-    server ended that session."""
+    """A ``404`` to a message that carried ``Mcp-Session-Id`` (the argument): it ended."""
 
 
 class MCPHttpServer(MCPSession):
@@ -330,7 +326,8 @@ class MCPHttpServer(MCPSession):
                             raise  # nothing to resume from
                         logger.debug("MCP server %r: stream dropped: %s", self.name, exc)
                     if not future.done():
-                        await self._resume(state, method, future, origin)
+                        session = response.request.headers.get("mcp-session-id")
+                        await self._resume(state, method, future, origin, session)
                     return
                 if content_type == "application/json":
                     payload = json.loads(await response.aread())
@@ -409,8 +406,10 @@ class MCPHttpServer(MCPSession):
         method: str,
         future: asyncio.Future[JsonDict],
         origin: Any = None,
+        session: str | None = None,
     ) -> None:
-        """Reconnect with GET + Last-Event-ID until ``future`` is answered."""
+        """Reconnect with GET + Last-Event-ID until ``future`` is answered, in ``session``
+        (the stream's own, even when a new session began since)."""
         import httpx
 
         for _ in range(_MAX_RESUMPTIONS):
@@ -424,12 +423,13 @@ class MCPHttpServer(MCPSession):
                 break
             headers = self._headers(accept="text/event-stream")
             headers["Last-Event-ID"] = state.last_event_id
+            if session is not None:
+                headers["Mcp-Session-Id"] = session
             try:
                 async with client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code == 404 and self._session_id is not None:
-                        ended = headers.get("Mcp-Session-Id")
+                    if response.status_code == 404 and session is not None:
                         raise MCPError(
-                            f"MCP server {self.name!r} ended session {ended} "
+                            f"MCP server {self.name!r} ended session {session} "
                             f"while {method} ran: its answer is lost (the request may have run; "
                             "the next request starts a new session)"
                         )
