@@ -85,3 +85,31 @@ async def test_the_limit_caps_recorded_updates_per_call(monkeypatch: pytest.Monk
 def test_outside_a_run_reporting_does_nothing() -> None:
     assert progress_reporter() is None
     report_progress(1, 2, "nobody listens")  # no error, nothing recorded
+
+
+async def test_updates_are_throttled_on_the_runtime_timer() -> None:
+    # A runtime with deterministic seams (a Temporal workflow's) decides which updates
+    # to record from its own timer, not the process clock: a replay decides the same.
+    store = InMemoryEventStore()
+    call = ToolCall(tool_call_id="c1", name="chatty", arguments={"steps": 4})
+    runtime = AgentRuntime(
+        provider=FakeProvider(_script(call)), tools=[_chatty()], event_store=store
+    )
+    ticks = iter(range(0, 10_000, 5))  # every read of the timer: 5 s later
+    runtime.timer = lambda: float(next(ticks))
+    assert (await runtime.run("go", run_id="r1")).status is RunState.COMPLETED
+    recorded = _progress(await store.get_events("r1"))
+    assert [p["progress"] for p in recorded] == [1.0, 2.0, 3.0, 4.0]  # each one due
+
+
+def test_a_follower_of_a_run_driven_elsewhere_prints_its_progress_notes() -> None:
+    from avo.cli._progress import ProgressPrinter
+    from avo.events import AgentEvent
+
+    payload = {"tool_call_id": "c1", "name": "build", "progress": 2, "total": 3, "message": "a\nb"}
+    event = AgentEvent(run_id="r1", sequence=5, event_type=EventType.TOOL_PROGRESS, payload=payload)
+    elsewhere = ProgressPrinter(verbosity=1, tools=False, notes=True)
+    assert elsewhere.line(event) == "  … build 2/3 a b"
+    assert ProgressPrinter(verbosity=0, tools=False, notes=True).line(event) is None  # quiet
+    # in process the tool's own printing shows it (an MCP server's progress = "print")
+    assert ProgressPrinter(verbosity=1, tools=True).line(event) is None

@@ -6,7 +6,10 @@ answer any run's step, before or after a crash): for task ``T`` it asks for
 ``T done`` (after ``latency`` seconds per answer, like a real provider's;
 streamed a character every ``char_delay`` seconds when asked to stream).
 ``append_line`` is a non-idempotent tool: it appends a line to a file (with
-``delay`` seconds in the middle, a window to kill a worker in).
+``delay`` seconds in the middle, a window to kill a worker in). With
+``progress = N`` it first reports N steps (``avo.tool_progress``, from its
+thread), ``pause`` seconds apart; after the first it waits for the file
+``gate`` to exist, when one is set.
 """
 
 SOURCE = """
@@ -20,6 +23,7 @@ from pydantic import BaseModel
 from avo.models import ModelResponse, TokenUsage, ToolCall, ToolEffect, ToolRisk
 from avo.plugins import ProviderSpec, ToolSpec, provides
 from avo.providers.streaming import ModelChunk, response_to_chunks
+from avo.tool_progress import report_progress
 from avo.tools import FunctionTool
 
 
@@ -66,8 +70,22 @@ class Line(BaseModel):
 def make_append(settings):
     path = Path(settings["path"])
     delay = float(settings.get("delay", 0))
+    steps = int(settings.get("progress", 0))
+    pause = float(settings.get("pause", 0))
+    gate = Path(settings["gate"]) if settings.get("gate") else None
+
+    def report(line):
+        for step in range(1, steps + 1):
+            report_progress(step, steps, f"{line}: step {step}")
+            if step == 1 and gate is not None:
+                deadline = time.monotonic() + 120
+                while not gate.exists() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            elif step < steps:
+                time.sleep(pause)
 
     def append(args):
+        report(args.line)
         with path.open("a", encoding="utf-8") as handle:
             if not delay:  # one write: a line is all there or not there
                 handle.write(args.line + "\\n")

@@ -52,10 +52,11 @@ class Fleet:
         char_delay: float = 0.0,
         mode: str = "bypass_permissions",
         hooks: str = "",
+        tool_settings: str = "",
     ) -> None:
         self.config.write_text(
             f'tools = [{{name = "append_line", settings = {{path = "{self.effects}", '
-            f"delay = {delay}}}}}]\n"
+            f"delay = {delay}{tool_settings}}}}}]\n"
             f"{hooks}"
             f'[permission]\nmode = "{mode}"\n'
             # a busy machine queues calls for minutes: keep the policy's limits out of the way

@@ -11,7 +11,9 @@ A chatty tool cannot flood the log: per call, an update is recorded at once
 only when the last recorded one is at least ``interval`` seconds old; an
 update arriving sooner waits, replaced by any newer one, and is recorded
 when the interval has passed or the call ends (so the latest word always
-reaches the log); past ``limit`` recorded updates, only the last one is. For
+reaches the log); past ``limit`` recorded updates, only the last one is. The
+seconds are the runtime's own (``runtime.timer``), so a runtime whose seams are
+deterministic (a Temporal workflow's) records the same updates on a replay. For
 a call running alone the events are written as they are recorded; for calls
 running side by side (inspect-only tools) they go with the run's next write.
 
@@ -28,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -121,7 +122,7 @@ class _Recorder:
         if self.closed or not isinstance(progress, int | float) or not math.isfinite(progress):
             return
         update = (progress, total, message)
-        now = time.monotonic()
+        now = self.rt.timer()
         last = self.last_at
         if (last is None or now - last >= self.interval) and self.recorded < self.limit:
             self.waiting = None
@@ -137,7 +138,7 @@ class _Recorder:
         self._timer = None
         if self.waiting is not None and not self.closed:
             update, self.waiting = self.waiting, None
-            self._record(update, time.monotonic())
+            self._record(update, self.rt.timer())
 
     def _record(self, update: tuple[float, float | None, str | None], now: float) -> None:
         from avo.runtime_persistence import append
@@ -170,7 +171,7 @@ class _Recorder:
             self._timer = None
         if self.waiting is not None:
             update, self.waiting = self.waiting, None
-            self._record(update, time.monotonic())
+            self._record(update, self.rt.timer())
         self.closed = True
         if self._writer is not None:  # the run's own next write must not overlap it
             await asyncio.shield(self._writer)

@@ -40,6 +40,7 @@ from avo.redaction import StreamRedactor
 from avo.sessions import session_store_of
 from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, application_error, dump, load
 from avo_temporal.effects import EffectLedger
+from avo_temporal.progress import relaying_progress
 
 MODEL = "avo.model"
 TOOL = "avo.tool"
@@ -200,8 +201,9 @@ class AvoActivities:
                 recorded = await self._claim(run_id, call, dispatch, effect)
                 if recorded is not None:
                     return recorded
-            try:
-                result = await self.runtime.tools.invoke(call, completed_tool_call_ids=set())
+            try:  # the tool's progress goes to the workflow as it comes (progress.py)
+                async with relaying_progress(call.tool_call_id, dispatch):
+                    result = await self.runtime.tools.invoke(call, completed_tool_call_ids=set())
             except AvoError as exc:
                 raise application_error(exc) from None
             data: dict[str, Any] = dump(result)

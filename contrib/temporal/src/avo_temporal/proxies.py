@@ -14,6 +14,12 @@ the tool, so every event that precedes an effect is durable before the effect,
 as in process. The workflow applies what is left when the run stops driving
 (one ``batch`` store activity), and before a read. A step of the tool loop is
 two activities (the model call, the tool call) instead of five or six.
+
+One kind of write goes at once: a running call's progress (``tool_progress``
+events the kernel's recorder writes while the call runs alone, see
+:mod:`avo_temporal.progress`), in a ``batch`` activity beside the call's, so
+readers of the log see it while the call runs. Writes stay in order: a call
+that carries writes starts only once such a batch has landed.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.workflow import ActivityCancellationType
 
-from avo.events import AgentEvent
+from avo.events import AgentEvent, EventType
 from avo.exceptions import (
     AvoError,
     ProviderError,
@@ -46,6 +52,7 @@ from avo.models import (
     ToolResult,
 )
 from avo.sessions import SessionRecord
+from avo.tool_progress import ProgressReporter, progress_reporter
 from avo.tools import ToolRegistry, failed_result
 from avo_temporal.activities import MODEL, STORE, TOOL
 from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, dump, error_from, load
@@ -124,7 +131,7 @@ class ActivityProvider:
         return ModelResponse.model_validate(await self._call(request, {}))
 
     async def _call(self, request: ModelRequest, extra: dict[str, Any]) -> Any:
-        writes = self._store.take()
+        writes = await self._store.landed()
         job = {"request": dump(request), "writes": writes, "stream": self._stream, **extra}
         try:
             return await workflow.execute_activity(MODEL, job, **_carrying(self._options, writes))
@@ -187,6 +194,7 @@ class ActivityToolRegistry(ToolRegistry):
         self._run_id = run_id
         self._resumed = resumed  # an earlier workflow of this run may have dispatched its calls
         self._dispatches: dict[str, int] = {}
+        self._reporters: dict[str, tuple[int, ProgressReporter]] = {}  # calls in flight
         self._timeout = timedelta(seconds=(timeout or 3600) + heartbeat)
         self._heartbeat = timedelta(seconds=heartbeat)
 
@@ -217,7 +225,7 @@ class ActivityToolRegistry(ToolRegistry):
             self._dispatches[call.tool_call_id] = int(done or 0)
         dispatch = self._dispatches.get(call.tool_call_id, 0) + 1
         self._dispatches[call.tool_call_id] = dispatch
-        writes = self._store.take()
+        writes = await self._store.landed()
         job = {"run_id": self._run_id, "call": dump(call), "dispatch": dispatch, "writes": writes}
         started_at, started = workflow.now(), workflow.time()
         options = {
@@ -225,6 +233,10 @@ class ActivityToolRegistry(ToolRegistry):
             "heartbeat_timeout": self._heartbeat,
             "retry_policy": self._retry(effect),
         }
+        reporter = progress_reporter()  # the kernel's recorder for this call
+        if reporter is not None:
+            self._reporters[call.tool_call_id] = (dispatch, reporter)
+        self._store.calls_running += 1
         try:
             data = await workflow.execute_activity(TOOL, job, **_carrying(options, writes))
         except ActivityError as exc:
@@ -249,7 +261,28 @@ class ActivityToolRegistry(ToolRegistry):
             return failed_result(
                 call, error_text, started_at, started, clock=workflow.now, timer=workflow.time
             )
+        finally:
+            self._store.calls_running -= 1
+            self._reporters.pop(call.tool_call_id, None)
         return ToolResult.model_validate(data)
+
+    def progress(self, update: dict[str, Any]) -> None:
+        """One progress update a tool activity sent (the ``progress`` signal).
+
+        Handed to the kernel's recorder of the call, which appends the
+        ``tool_progress`` event as in process; an update of a call that is not
+        running here (it ended, or another dispatch sent it) is dropped.
+        """
+        found = self._reporters.get(str(update.get("tool_call_id")))
+        if found is None or found[0] != update.get("dispatch"):
+            return
+        progress, total, message = (update.get(key) for key in ("progress", "total", "message"))
+        if isinstance(progress, int | float):
+            found[1](
+                float(progress),
+                float(total) if isinstance(total, int | float) else None,
+                message if isinstance(message, str) else None,
+            )
 
 
 class ActivityStore:
@@ -269,6 +302,9 @@ class ActivityStore:
     def __init__(self) -> None:
         self._pending: list[dict[str, Any]] = []
         self.broken: StorageError | None = None
+        self.calls_running = 0
+        """Tool activities in flight: progress written meanwhile goes at once."""
+        self._landing = asyncio.Lock()  # held while a ``batch`` activity is in flight
 
     def take(self) -> list[dict[str, Any]]:
         """The pending writes, in order (the caller's activity applies them first)."""
@@ -277,11 +313,17 @@ class ActivityStore:
         pending, self._pending = self._pending, []
         return pending
 
+    async def landed(self) -> list[dict[str, Any]]:
+        """:meth:`take`, once a ``batch`` in flight (a call's progress) has landed."""
+        async with self._landing:
+            return self.take()
+
     async def sync(self) -> None:
         """Apply the pending writes now (one ``batch`` store activity, if any are pending)."""
-        writes = self.take()
-        if writes:
-            await self._run("batch", {"ops": writes})
+        async with self._landing:
+            writes = self.take()
+            if writes:
+                await self._run("batch", {"ops": writes})
 
     def _defer(self, method: str, **args: Any) -> None:
         if self.broken is not None:
@@ -325,6 +367,9 @@ class ActivityStore:
     ) -> list[AgentEvent]:
         events = list(events)
         self._defer("append_batch", run=dump(run), events=dump(events), checkpoint=dump(checkpoint))
+        if self.calls_running and all(e.event_type is EventType.TOOL_PROGRESS for e in events):
+            # the recorder of a call running alone: readers see the progress while it runs
+            await self.sync()
         return events
 
     async def append_event(self, event: AgentEvent) -> AgentEvent:

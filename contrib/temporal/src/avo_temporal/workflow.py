@@ -16,6 +16,8 @@ the calls cut off mid-effect with a failed result, as ``avo runs resume
 --fail-open-tools`` does in process). The workflow lives until its run is
 terminal: a paused run's workflow waits for a signal, and so does one whose
 resume was refused (an unsafe resume), so a later resume or cancel reaches it.
+A fourth signal, ``progress``, comes from the run's own tool activities: a
+running call's progress, which the workflow records (avo_temporal.progress).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from avo.state import is_terminal
     from avo_temporal import _context
     from avo_temporal.codec import dump
+    from avo_temporal.progress import SIGNAL as PROGRESS
     from avo_temporal.proxies import (
         ActivityProvider,
         ActivityStore,
@@ -94,6 +97,7 @@ class AvoRunWorkflow:
         self._signals: list[tuple[str, dict[str, Any]]] = []
         self._runtime: Any = None
         self._store: ActivityStore | None = None
+        self._tools: ActivityToolRegistry | None = None
         self._driving = False
 
     def _build(self, run_id: str, *, stream: bool = False, resumed: bool = False) -> Any:
@@ -115,16 +119,17 @@ class AvoRunWorkflow:
                 real.provider, store, initial=context.provider_state, **options
             )
         )
+        tools = self._tools = ActivityToolRegistry(
+            real.tools,
+            store,
+            run_id=run_id,
+            timeout=real.policy.tool_timeout_seconds,
+            heartbeat=settings.heartbeat_seconds,
+            resumed=resumed,
+        )
         rt = real.derive(
             provider=provider,
-            tools=ActivityToolRegistry(
-                real.tools,
-                store,
-                run_id=run_id,
-                timeout=real.policy.tool_timeout_seconds,
-                heartbeat=settings.heartbeat_seconds,
-                resumed=resumed,
-            ),
+            tools=tools,
             event_store=store,
             clock=workflow.now,
             sleep=asyncio.sleep,
@@ -248,6 +253,12 @@ class AvoRunWorkflow:
     def resume(self, payload: dict[str, Any]) -> None:
         """Continue a run that stopped without finishing (``fail_open_tool_calls``: see _resume)."""
         self._signals.append(("resume", dict(payload)))
+
+    @workflow.signal(name=PROGRESS)
+    def progress(self, payload: dict[str, Any]) -> None:
+        """A running tool call's progress, from its activity (see avo_temporal.progress)."""
+        if self._tools is not None:
+            self._tools.progress(dict(payload))
 
     @workflow.query(name="state")
     def state(self) -> str:

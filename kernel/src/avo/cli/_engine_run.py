@@ -34,7 +34,9 @@ async def submit_and_follow(args: argparse.Namespace, task: str, config: Any, en
 
     quiet = args.quiet or args.json
     verbosity = int(getattr(args, "avo_verbose", 0) or 0)
-    progress = ProgressPrinter(verbosity=verbosity, tools=not quiet and sys.stderr.isatty())
+    progress = ProgressPrinter(
+        verbosity=verbosity, tools=not quiet and sys.stderr.isatty(), notes=True
+    )
     store, location = await open_store(args, must_exist=False)
     try:
         # the answer as it arrives, as a run driven here prints it (not with --json)

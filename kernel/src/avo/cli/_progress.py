@@ -5,6 +5,9 @@ plugin manager: it sees every stored event. Tool starts and finishes are shown
 with ``-v`` (or on a terminal), model calls and retries with ``-vv``; failed
 tool calls, failed model calls and policy stops are always shown, in full,
 because a run that quietly worked around a failure hides its cause otherwise.
+A run driven elsewhere (an engine's worker) also shows its tools' progress
+notes (``tool_progress``) with the tool lines: a tool's own printing happens on
+the worker, out of sight.
 """
 
 from __future__ import annotations
@@ -22,13 +25,30 @@ def _arguments(value: Any, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _amount(payload: Any) -> str:
+    done, total, message = payload.get("progress"), payload.get("total"), payload.get("message")
+    text = f"{done:g}" if isinstance(done, int | float) else "?"
+    text += f"/{total:g}" if isinstance(total, int | float) else ""
+    if isinstance(message, str) and message:
+        line = " ".join(message.split())
+        text += " " + (line if len(line) <= 100 else line[:99] + "…")
+    return text
+
+
 class ProgressPrinter:
     """Prints one line per interesting event to stderr."""
 
     def __init__(
-        self, *, verbosity: int, tools: bool, write: Any = None, started: str | None = None
+        self,
+        *,
+        verbosity: int,
+        tools: bool,
+        write: Any = None,
+        started: str | None = None,
+        notes: bool = False,
     ) -> None:
         self.verbosity = verbosity
+        self.notes = notes  # tool_progress lines (the run is driven elsewhere)
         # printed once the run's first event is stored, so the id it names exists
         self.started = started
         self.tools = tools or verbosity >= 1
@@ -54,6 +74,8 @@ class ProgressPrinter:
         name = payload.get("name", "?")
         if kind is EventType.TOOL_STARTED and self.tools:
             return f"  → {name} {_arguments(payload.get('arguments', {}))}"
+        if kind is EventType.TOOL_PROGRESS and self.tools and self.notes:
+            return f"  … {name} {_amount(payload)}"
         if kind is EventType.TOOL_COMPLETED and self.tools:
             duration = payload.get("duration_ms")
             took = f" ({float(duration):.0f} ms)" if isinstance(duration, int | float) else ""
