@@ -18,8 +18,9 @@ The relay throttles as the recorder does (an update at most every
 per update; a tool that reports nothing costs nothing. The signals go to the
 workflow execution that started the activity, in order, and all are sent
 before the activity returns, so the last word precedes the call's result. A
-signal that cannot be sent (the workflow is gone) is dropped: progress is a
-note, never state, and the tool's effect does not depend on it.
+signal that cannot be sent (the workflow is gone, or the server does not answer
+within ``CLOSE_SECONDS`` of the call's end) is dropped: progress is a note,
+never state, and the tool's effect does not depend on it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ SIGNAL = "progress"
 
 _MESSAGE_CHARS = 500
 """What the kernel keeps of a message; no more travels."""
+
+CLOSE_SECONDS = 10.0
+"""How long a call's end waits for its last signals (a server that stopped answering)."""
 
 
 class ProgressRelay:
@@ -130,8 +134,12 @@ class ProgressRelay:
             update, self.waiting = self.waiting, None
             self._send(update, time.monotonic())
         self.closed = True
-        if self._sender is not None:
-            await self._sender
+        if self._sender is not None and not self._sender.done():
+            try:  # the result must not wait for a note: what is not sent by then is dropped
+                await asyncio.wait_for(asyncio.shield(self._sender), CLOSE_SECONDS)
+            except TimeoutError:
+                self._sender.cancel()
+                activity.logger.info("progress of %s not sent in time", self.call_id)
 
 
 @contextlib.asynccontextmanager
@@ -155,4 +163,4 @@ async def relaying_progress(call_id: str, dispatch: int) -> AsyncIterator[None]:
             await relay.close()
 
 
-__all__ = ["SIGNAL", "ProgressRelay", "relaying_progress"]
+__all__ = ["CLOSE_SECONDS", "SIGNAL", "ProgressRelay", "relaying_progress"]
