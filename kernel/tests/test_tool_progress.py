@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -113,3 +114,39 @@ def test_a_follower_of_a_run_driven_elsewhere_prints_its_progress_notes() -> Non
     assert ProgressPrinter(verbosity=0, tools=False, notes=True).line(event) is None  # quiet
     # in process the tool's own printing shows it (an MCP server's progress = "print")
     assert ProgressPrinter(verbosity=1, tools=True).line(event) is None
+
+
+async def test_a_sync_tool_reports_from_its_worker_thread() -> None:
+    # A sync tool runs in a worker thread; its updates reach the run's loop in order
+    # and are written while the call still runs, as an async tool's are.
+    release = threading.Event()
+
+    def slow(args: Steps) -> str:
+        report_progress(1, args.steps, "half way")
+        release.wait(30)
+        report_progress(2, args.steps, "all done")
+        return "done"
+
+    store = InMemoryEventStore()
+    call = ToolCall(tool_call_id="c1", name="slow", arguments={"steps": 2})
+    tool = FunctionTool(name="slow", description="Block.", arguments_model=Steps, function=slow)
+    runtime = AgentRuntime(provider=FakeProvider(_script(call)), tools=[tool], event_store=store)
+    running = asyncio.create_task(runtime.run("go", run_id="r1"))
+    seen: list[dict[str, Any]] = []
+    for _ in range(500):  # up to ~5 s for the first update to be written
+        seen = _progress(await store.get_events("r1"))
+        if seen or running.done():
+            break
+        await asyncio.sleep(0.01)
+    release.set()
+    result = await running
+    assert result.status is RunState.COMPLETED
+    assert [(p["progress"], p["message"]) for p in seen] == [(1.0, "half way")]
+    events = await store.get_events("r1")
+    assert [(p["progress"], p["message"]) for p in _progress(events)] == [
+        (1.0, "half way"),
+        (2.0, "all done"),
+    ]
+    kinds = [e.event_type for e in events]
+    last = len(kinds) - 1 - kinds[::-1].index(EventType.TOOL_PROGRESS)
+    assert kinds.index(EventType.TOOL_STARTED) < last < kinds.index(EventType.TOOL_COMPLETED)

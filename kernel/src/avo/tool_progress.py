@@ -17,6 +17,9 @@ deterministic (a Temporal workflow's) records the same updates on a replay. For
 a call running alone the events are written as they are recorded; for calls
 running side by side (inspect-only tools) they go with the run's next write.
 
+A sync tool, which the runtime runs in a worker thread, reports the same way:
+its updates are handed to the run's event loop in the order they were made.
+
 Outside a run's tool call (a tool invoked by hand), :func:`report_progress`
 does nothing, unless someone listens with :func:`reporting_to` (``avo
 serve-mcp`` relays a served tool's progress to the client that asked for
@@ -80,10 +83,18 @@ def report_progress(
         reporter(progress, total, message)
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # a worker thread
+        return None
+
+
 class _Recorder:
     """One tool call's progress: throttled appends to the run's log, written as they come."""
 
     __slots__ = (
+        "_loop",
         "_timer",
         "_writer",
         "call",
@@ -117,9 +128,16 @@ class _Recorder:
         self._timer: asyncio.TimerHandle | None = None
         self._writer: asyncio.Task[None] | None = None
         self.closed = False
+        self._loop = asyncio.get_running_loop()
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         if self.closed or not isinstance(progress, int | float) or not math.isfinite(progress):
+            return
+        if _running_loop() is not self._loop:
+            # A sync tool in its worker thread: the run's state belongs to the run's
+            # loop, so the update is handed over (in order, ahead of the call's end).
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to tell
+                self._loop.call_soon_threadsafe(self, progress, total, message)
             return
         update = (progress, total, message)
         now = self.rt.timer()
