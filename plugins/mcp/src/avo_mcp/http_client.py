@@ -41,6 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from avo.exceptions import MCPError
+from avo_mcp import http_read
 from avo_mcp.features import ClientFeatures
 from avo_mcp.framing import JsonDict
 from avo_mcp.naming import default_http_server_name
@@ -318,7 +319,7 @@ class MCPHttpServer(MCPSession):
                 content_type = response.headers.get("content-type", "").split(";")[0].strip()
                 origin = message.get("id")
                 if content_type == "text/event-stream":
-                    state = EventStreamState()
+                    state = EventStreamState(server=self.name)
                     try:
                         await self._consume(response, state, until=future, origin=origin)
                     except httpx.TransportError as exc:  # the connection dropped mid-stream
@@ -330,7 +331,7 @@ class MCPHttpServer(MCPSession):
                         await self._resume(state, method, future, origin, session)
                     return
                 if content_type == "application/json":
-                    payload = json.loads(await response.aread())
+                    payload = json.loads(await http_read.body(response, self.name))
                     for item in payload if isinstance(payload, list) else [payload]:
                         if isinstance(item, dict):
                             await self._dispatch(item, origin)
@@ -356,7 +357,7 @@ class MCPHttpServer(MCPSession):
     async def _check_status(self, response: Any, method: str) -> None:
         if response.status_code < 400:
             return
-        body = (await response.aread()).decode("utf-8", errors="replace")
+        body = (await http_read.body(response, self.name)).decode("utf-8", errors="replace")
         header = response.headers.get("www-authenticate", "")
         if response.status_code == 401 or (
             response.status_code == 403 and "insufficient_scope" in header
@@ -385,7 +386,7 @@ class MCPHttpServer(MCPSession):
         ``origin``: the id of the request whose answer stream this is (a server's
         request on it belongs to that request: an elicitation to that tool call).
         """
-        async for event in state.events(response.aiter_lines()):
+        async for event in state.events(http_read.lines(response.aiter_text(), self.name)):
             if event.event != "message" or not event.data.strip():
                 continue  # a priming event, or an event type MCP does not use
             try:
@@ -447,7 +448,7 @@ class MCPHttpServer(MCPSession):
         """The standalone GET stream: server requests and notifications between calls."""
         import httpx
 
-        state = EventStreamState()
+        state = EventStreamState(server=self.name)
         failures = 0
         try:
             while self._client is not None and failures < _GET_STREAM_MAX_RETRIES:

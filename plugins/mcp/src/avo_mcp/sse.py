@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from avo.exceptions import MCPError
+from avo_mcp.framing import MAX_MESSAGE_BYTES
+
 
 @dataclass(frozen=True)
 class Event:
@@ -27,13 +30,20 @@ class Event:
 class EventStreamState:
     """What survives a reconnection: the last event id and the retry delay."""
 
-    def __init__(self, retry_seconds: float = 1.0) -> None:
+    def __init__(
+        self, retry_seconds: float = 1.0, max_event: int = MAX_MESSAGE_BYTES, server: str = "?"
+    ) -> None:
+        self.server = server
+        """The MCP server's name, for errors."""
         self.last_event_id: str | None = None
         self.retry_seconds = retry_seconds
+        self.max_event = max_event
+        """The most characters of data one event may carry (past that MCPError)."""
 
     async def events(self, lines: AsyncIterator[str]) -> AsyncIterator[Event]:
         """Parse ``lines`` (without line endings) into events; updates the state."""
         data: list[str] = []
+        size = 0
         event_type = ""
         pending_id: str | None = None
         async for line in lines:
@@ -44,6 +54,7 @@ class EventStreamState:
                 if data:
                     yield Event("\n".join(data), event_type or "message", self.last_event_id)
                 data = []
+                size = 0
                 event_type = ""
                 continue
             if line.startswith(":"):
@@ -53,6 +64,12 @@ class EventStreamState:
                 value = value[1:]
             if field == "data":
                 data.append(value)
+                size += len(value) + 1
+                if size > self.max_event:
+                    raise MCPError(
+                        f"MCP server {self.server!r} sent an event with over {self.max_event} "
+                        "characters of data"
+                    )
             elif field == "event":
                 event_type = value
             elif field == "id":
