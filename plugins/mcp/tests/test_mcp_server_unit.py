@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import subprocess
 import sys
 from pathlib import Path
 
@@ -280,3 +281,21 @@ async def test_stray_stdout_writes_do_not_reach_the_wire(assert_reaped) -> None:
         assert "print() noise" in quiet.stderr_tail
         assert "child process noise" in quiet.stderr_tail
     assert_reaped(quiet.pid)
+
+
+def test_a_line_too_long_is_dropped_unread_over_stdio(tmp_path: Path) -> None:
+    """``avo serve-mcp`` over stdio never holds more than one message's worth of a line:
+    a longer one is read to its end and dropped with a parse error, and serving goes on."""
+    from avo_mcp.framing import MAX_MESSAGE_BYTES
+
+    ping = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}).encode() + b"\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "avo_mcp", "serve-mcp", "--workspace-root", str(tmp_path)],
+        input=b"x" * (MAX_MESSAGE_BYTES + 1024 * 1024) + b"\n" + ping,
+        capture_output=True,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert replies[0]["error"]["code"] == -32700
+    assert f"message exceeds {MAX_MESSAGE_BYTES} bytes" in replies[0]["error"]["message"]
+    assert replies[1] == {"jsonrpc": "2.0", "id": 7, "result": {}}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, BinaryIO
 
 from avo.exceptions import MCPError
 
@@ -46,6 +46,18 @@ def decode_message(raw: bytes) -> JsonDict:
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         raise FramingError(f"not a JSON-RPC 2.0 message: {_preview(raw)!r}")
     return message
+
+
+def read_line(stream: BinaryIO, limit: int = MAX_MESSAGE_BYTES) -> bytes:
+    """One line from a blocking binary ``stream`` (b"" at its end), never holding more
+    than ``limit`` bytes of it: a longer line is read to its end, dropped, and reported
+    with :class:`FramingError`."""
+    line = stream.readline(limit + 1)
+    if len(line) <= limit or line.endswith(b"\n"):
+        return line
+    while (rest := stream.readline(limit)) and not rest.endswith(b"\n"):
+        pass
+    raise FramingError(f"message exceeds {limit} bytes")
 
 
 def is_content_length_header(line: bytes) -> bool:
@@ -140,6 +152,7 @@ __all__ = [
     "encode_message",
     "error_response",
     "is_content_length_header",
+    "read_line",
     "read_message",
     "result_response",
 ]

@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,6 +41,7 @@ from avo_mcp.framing import (
     decode_message,
     encode_message,
     error_response,
+    read_line,
     result_response,
 )
 from avo_mcp.notify import notifying, progress_relay
@@ -335,7 +337,11 @@ class AvoMcpServer:
                 write(reply)
 
         while not wire_closed:
-            raw = await asyncio.to_thread(read_fn)
+            try:
+                raw = await asyncio.to_thread(read_fn)
+            except FramingError as exc:  # a line too long (read_line): dropped unread
+                write(error_response(None, PARSE_ERROR, str(exc)))
+                continue
             if not raw:
                 break
             data = raw.encode("utf-8") if isinstance(raw, str) else raw
@@ -432,7 +438,7 @@ def _claim_stdio() -> Iterator[tuple[ReadFn, WriteFn]]:
         wire.flush()
 
     try:
-        yield sys.stdin.buffer.readline, write
+        yield partial(read_line, sys.stdin.buffer), write
     finally:
         sys.stdout = saved_stdout
         with contextlib.suppress(OSError):
