@@ -85,7 +85,7 @@ class _Challenge(Exception):
         )
 
 
-class _SessionGone(Exception):
+class _SessionGone(MCPError):
     """A ``404`` to a message that carried ``Mcp-Session-Id`` (the argument): it ended."""
 
 

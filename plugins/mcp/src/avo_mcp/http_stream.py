@@ -39,6 +39,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from avo.exceptions import MCPError
 from avo_mcp.framing import INVALID_REQUEST, JsonDict, error_response
 from avo_mcp.http_wire import WRITE_SECONDS, drained
 
@@ -216,7 +217,7 @@ class Resumed:
     after: int
 
 
-class StreamForgotten(LookupError):
+class StreamForgotten(MCPError):
     """``Last-Event-ID`` names a stream of the session that is no longer kept."""
 
 

@@ -14,6 +14,7 @@ import asyncio
 import json
 from typing import Any
 
+from avo.exceptions import MCPError
 from avo_mcp.framing import MAX_MESSAGE_BYTES
 
 IDLE_SECONDS = 120.0
@@ -44,8 +45,9 @@ Request = tuple[str, str, dict[str, str], bytes]
 """Method, target, headers (names in lower case) and body."""
 
 
-class HttpError(Exception):
-    """A request answered with an HTTP error ``status`` (and extra ``headers``)."""
+class HttpError(MCPError):
+    """A request ``avo serve-mcp --http`` answers with the HTTP error ``status`` (and
+    extra ``headers``); the message says what was wrong and what to send instead."""
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
