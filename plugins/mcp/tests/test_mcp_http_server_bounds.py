@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from http_wire import STREAM, Nothing, call_request, init_request, sse_events
 
 from avo.tool_progress import report_progress
 from avo.tools import FunctionTool
@@ -19,37 +19,7 @@ from avo_mcp import AvoMcpServer, build_default_registry
 from avo_mcp.http_server import McpHttpServer
 from avo_mcp.http_stream import KEPT_STREAMS, MAX_STREAM_NOTES, EventStream
 
-STREAM = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 REPORTS = 5000
-
-
-class Nothing(BaseModel):
-    pass
-
-
-def _init() -> dict[str, Any]:
-    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}}
-    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-
-
-def _call(request_id: int, name: str, token: str | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": {}}
-    if token:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def _events(text: str) -> list[tuple[str | None, str]]:
-    found = []
-    for block in text.split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) if ": " in line else (line.rstrip(":"), "")
-            for line in block.splitlines()
-            if line and not line.startswith(":")
-        )
-        if fields:
-            found.append((fields.get("id"), fields.get("data", "")))
-    return found
 
 
 def _served(tmp_path: Path, release: asyncio.Event) -> McpHttpServer:
@@ -85,10 +55,10 @@ async def test_a_stream_keeps_only_the_latest_progress_and_every_answer(tmp_path
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            opened = await http.post(url, json=_init(), headers=STREAM)
+            opened = await http.post(url, json=init_request(), headers=STREAM)
             session_id = opened.headers["mcp-session-id"]
             session = {**STREAM, "Mcp-Session-Id": session_id}
-            await _drop_after_priming(http, url, _call(2, "chatty", "t"), session)
+            await _drop_after_priming(http, url, call_request(2, "chatty", "t"), session)
             stream = server.streams[session_id].streams[1]
             for _ in range(100):
                 if stream.sent >= REPORTS:
@@ -99,13 +69,17 @@ async def test_a_stream_keeps_only_the_latest_progress_and_every_answer(tmp_path
             assert stream.kept_bytes < MAX_STREAM_NOTES * 200
             release.set()
 
-            rest = _events((await http.get(url, headers={**session, "Last-Event-ID": "1/0"})).text)
+            rest = sse_events(
+                (await http.get(url, headers={**session, "Last-Event-ID": "1/0"})).text
+            )
             assert 2 <= len(rest) <= MAX_STREAM_NOTES + 1
             assert [event_id for event_id, _ in rest[-2:]] == [f"1/{REPORTS}", f"1/{REPORTS + 1}"]
             assert json.loads(rest[-2][1])["params"]["progress"] == REPORTS  # the latest is there
             assert json.loads(rest[-1][1])["result"]["content"][0]["text"] == "chatty done"
             # an id of a progress event dropped since: the kept events after it
-            later = _events((await http.get(url, headers={**session, "Last-Event-ID": "1/7"})).text)
+            later = sse_events(
+                (await http.get(url, headers={**session, "Last-Event-ID": "1/7"})).text
+            )
             assert later == rest
     finally:
         release.set()
@@ -143,9 +117,9 @@ async def test_a_forgotten_stream_is_405_and_a_running_one_is_kept(tmp_path: Pat
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            opened = await http.post(url, json=_init(), headers=STREAM)
+            opened = await http.post(url, json=init_request(), headers=STREAM)
             session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
-            await _drop_after_priming(http, url, _call(2, "slow"), session)  # stream 1 runs
+            await _drop_after_priming(http, url, call_request(2, "slow"), session)  # stream 1 runs
             glob = {"name": "glob", "arguments": {"pattern": "*"}}
             for request_id in range(3, 3 + KEPT_STREAMS + 2):  # streams 2..: finished
                 call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": glob}
@@ -156,13 +130,13 @@ async def test_a_forgotten_stream_is_405_and_a_running_one_is_kept(tmp_path: Pat
             assert "no longer keeps" in forgotten.json()["error"]["message"]
             newest = 2 + KEPT_STREAMS + 1
             kept = await http.get(url, headers={**session, "Last-Event-ID": f"{newest}/0"})
-            assert kept.status_code == 200 and len(_events(kept.text)) == 1
+            assert kept.status_code == 200 and len(sse_events(kept.text)) == 1
             unopened = await http.get(url, headers={**session, "Last-Event-ID": "99/0"})
             assert unopened.status_code == 400 and "has not opened" in unopened.text
 
             release.set()  # the oldest stream still ran all along: its answer is there
             resumed = await http.get(url, headers={**session, "Last-Event-ID": "1/0"})
-            running = _events(resumed.text)
+            running = sse_events(resumed.text)
             assert json.loads(running[-1][1])["result"]["content"][0]["text"] == "slow done"
             pinged = await http.post(
                 url, json={"jsonrpc": "2.0", "id": 99, "method": "ping"}, headers=session

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from http_wire import Nothing
 
 from avo.tools import FunctionTool
 from avo_mcp import AvoMcpServer, build_default_registry
@@ -22,10 +22,6 @@ from avo_mcp.http_server import McpHttpServer
 
 WAIT = 20.0  # generous: how long a test waits for the server to act at all
 BIG = 24 * 1024 * 1024  # more than the loopback socket buffers hold
-
-
-class Nothing(BaseModel):
-    pass
 
 
 @asynccontextmanager

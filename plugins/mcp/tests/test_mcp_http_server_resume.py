@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from http_wire import STREAM, Nothing, call_request, init_request, sse_events
 
 from avo.exceptions import MCPError
 from avo.tool_progress import report_progress
@@ -23,38 +23,6 @@ from avo_mcp.http_client import MCPHttpServer
 from avo_mcp.http_server import McpHttpServer
 
 from .conftest import free_port, stop_process, wait_for_port
-
-STREAM = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-
-
-class Nothing(BaseModel):
-    pass
-
-
-def _init(version: str = "2025-11-25") -> dict[str, Any]:
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t"}}
-    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-
-
-def _call(request_id: int, name: str, token: str | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": {}}
-    if token:
-        params["_meta"] = {"progressToken": token}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
-
-
-def _events(text: str) -> list[tuple[str | None, str]]:
-    """(id, data) of each event with an id or data (comments left out)."""
-    found = []
-    for block in text.split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) if ": " in line else (line.rstrip(":"), "")
-            for line in block.splitlines()
-            if line and not line.startswith(":")
-        )
-        if fields:
-            found.append((fields.get("id"), fields.get("data", "")))
-    return found
 
 
 async def test_a_dropped_stream_resumes_after_its_last_event_id(tmp_path: Path) -> None:
@@ -76,30 +44,34 @@ async def test_a_dropped_stream_resumes_after_its_last_event_id(tmp_path: Path) 
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            opened = await http.post(url, json=_init(), headers=STREAM)
+            opened = await http.post(url, json=init_request(), headers=STREAM)
             session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
             seen = ""
-            async with http.stream("POST", url, json=_call(2, "halves", "t"), headers=session) as r:
+            async with http.stream(
+                "POST", url, json=call_request(2, "halves", "t"), headers=session
+            ) as r:
                 async for chunk in r.aiter_text():
                     seen += chunk
                     if "first half" in seen and seen.endswith("\n\n"):
                         break  # drop the connection while the tool still runs
-            first = _events(seen)
+            first = sse_events(seen)
             assert first[0] == ("1/0", "")  # the priming event: an id to resume from
             assert first[1][0] == "1/1" and "first half" in first[1][1]
             release.set()  # the tool goes on although nobody reads its stream
 
             resume = {**session, "Last-Event-ID": "1/1"}
-            rest = _events((await http.get(url, headers=resume)).text)
+            rest = sse_events((await http.get(url, headers=resume)).text)
             assert [event_id for event_id, _ in rest] == ["1/2", "1/3"]
             assert "second half" in rest[0][1] and "first half" not in rest[0][1]
             answer = json.loads(rest[1][1])
             assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "both halves"
 
-            again = _events((await http.get(url, headers={**session, "Last-Event-ID": "1/0"})).text)
+            again = sse_events(
+                (await http.get(url, headers={**session, "Last-Event-ID": "1/0"})).text
+            )
             assert [event_id for event_id, _ in again] == ["1/1", "1/2", "1/3"]  # all of it
 
-            other = await http.post(url, json=_init(), headers=STREAM)  # another session
+            other = await http.post(url, json=init_request(), headers=STREAM)  # another session
             elsewhere = {**STREAM, "Mcp-Session-Id": other.headers["mcp-session-id"]}
             refused = await http.get(url, headers={**elsewhere, "Last-Event-ID": "1/1"})
             assert refused.status_code == 400  # never another session's (or stream's) events
@@ -121,11 +93,14 @@ async def test_an_older_client_gets_ids_without_a_priming_event(tmp_path: Path) 
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            opened = await http.post(url, json=_init("2025-06-18"), headers=STREAM)
+            opened = await http.post(url, json=init_request("2025-06-18"), headers=STREAM)
             session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
-            call = {**_call(2, "glob"), "params": {"name": "glob", "arguments": {"pattern": "*"}}}
+            call = {
+                **call_request(2, "glob"),
+                "params": {"name": "glob", "arguments": {"pattern": "*"}},
+            }
             answered = await http.post(url, json=call, headers=session)
-            assert [event_id for event_id, _ in _events(answered.text)] == ["1/1"]
+            assert [event_id for event_id, _ in sse_events(answered.text)] == ["1/1"]
     finally:
         await server.close()
 
@@ -253,9 +228,9 @@ async def test_a_resumption_takes_the_stream_from_the_connection_it_had(tmp_path
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx.AsyncClient(timeout=30) as http:
-            opened = await http.post(url, json=_init(), headers=STREAM)
+            opened = await http.post(url, json=init_request(), headers=STREAM)
             session = {**STREAM, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
-            body = json.dumps(_call(2, "slow")).encode()
+            body = json.dumps(call_request(2, "slow")).encode()
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             head = "".join(f"{k}: {v}\r\n" for k, v in session.items())
             writer.write(

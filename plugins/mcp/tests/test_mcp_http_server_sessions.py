@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from http_wire import STREAM, Nothing, init_request
 
 from avo.tools import FunctionTool
 from avo_mcp import AvoMcpServer, build_default_registry
@@ -22,13 +22,7 @@ from avo_mcp.http_server import McpHttpServer
 
 from .conftest import free_port, stop_process, wait_for_port
 
-STREAM = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
-}
+INIT = init_request()
 PING = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
 SLOW = {
     "jsonrpc": "2.0",
@@ -36,10 +30,6 @@ SLOW = {
     "method": "tools/call",
     "params": {"name": "slow", "arguments": {}},
 }
-
-
-class Nothing(BaseModel):
-    pass
 
 
 class Clock:
