@@ -2,7 +2,7 @@
 
 from avo_sqlite.checkpoint_store import CheckpointError, CheckpointStore
 from avo_sqlite.conversations import ConversationStore, ConversationTurn, HistoryError
-from avo_sqlite.ledger import LedgerEntry, TokenLedger
+from avo_sqlite.ledger import EventUsage, LedgerEntry, RunBehind, TokenLedger
 from avo_sqlite.store import FencedSQLiteEventStore, SQLiteEventStore
 
 __all__ = [
@@ -10,9 +10,11 @@ __all__ = [
     "CheckpointStore",
     "ConversationStore",
     "ConversationTurn",
+    "EventUsage",
     "FencedSQLiteEventStore",
     "HistoryError",
     "LedgerEntry",
+    "RunBehind",
     "SQLiteEventStore",
     "TokenLedger",
 ]

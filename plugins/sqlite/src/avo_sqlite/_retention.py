@@ -49,7 +49,7 @@ class RetentionOps:
                 "DELETE FROM checkpoints WHERE checkpoint_key BETWEEN ? AND ?", (low, high)
             )
             conn.execute("DELETE FROM checkpoint_items WHERE rowid BETWEEN ? AND ?", (low, high))
-            for table in ("leases", "ledger_entries", "job_checkpoints", "runs"):
+            for table in ("leases", "ledger_entries", "ledger_sync", "job_checkpoints", "runs"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         self._forget(run_id)
         self._keys.pop(run_id, None)

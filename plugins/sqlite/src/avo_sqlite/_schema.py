@@ -91,6 +91,10 @@ CREATE TABLE IF NOT EXISTS ledger_entries (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ledger_by_run ON ledger_entries (run_id);
+CREATE TABLE IF NOT EXISTS ledger_sync (
+    run_id TEXT PRIMARY KEY,
+    synced_through INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS job_checkpoints (
     run_id TEXT NOT NULL,
     sequence INTEGER NOT NULL,
@@ -118,6 +122,7 @@ KNOWN_TABLES = frozenset(
         "checkpoint_items",
         "leases",
         "ledger_entries",
+        "ledger_sync",
         "job_checkpoints",
         "conversation_turns",
         "sqlite_sequence",
