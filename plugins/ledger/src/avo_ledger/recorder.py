@@ -13,14 +13,18 @@ Given a price book (:func:`avo.pricing.price_book`, as the ``ledger`` hook
 does), a call is priced by it first: by the provider and model that answered,
 with cache reads and writes at their own prices.
 
-Each row also keeps the call's cache-read, cache-write and reasoning tokens and
-the provider that answered.
+Each row also keeps the call's cache-read, cache-write and reasoning tokens,
+the provider that answered, and the event's id and sequence: one row per event,
+so a notification delivered twice counts once. A notification that never came
+(the process died between the store write and this observer) is made up for
+by :func:`avo_ledger.sync.catch_up`, which ``avo cost`` runs first.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +33,7 @@ from avo.events import AgentEvent, EventType
 from avo.hookspecs import hookimpl
 from avo.models import TokenUsage
 from avo.usage import Rates, estimate_cost, resolve_rates
-from avo_sqlite import LedgerEntry, TokenLedger
+from avo_sqlite import EventUsage, LedgerEntry, TokenLedger
 
 if TYPE_CHECKING:
     from avo.pricing import PriceBook
@@ -54,6 +58,29 @@ def pricing_from_plugins(manager: Any, *, providers: list[str] | None = None) ->
         for model, (rate_in, rate_out) in dict(getattr(spec, "pricing", {}) or {}).items():
             table.setdefault(str(model), (Decimal(rate_in), Decimal(rate_out)))
     return table
+
+
+def event_usage(event: AgentEvent) -> EventUsage | None:
+    """The ledger row ``event`` makes: a MODEL_RESPONDED event that reports usage (else None).
+
+    The cost is left unknown; the caller prices it.
+    """
+    if event.event_type is not EventType.MODEL_RESPONDED:
+        return None
+    usage_raw = event.payload.get("usage")
+    if not isinstance(usage_raw, dict):
+        return None  # the provider reported no usage: nothing to account
+    model_raw = event.payload.get("model")
+    step_raw = event.payload.get("step")
+    provider_raw = event.payload.get("provider")
+    return EventUsage(
+        event_id=event.event_id,
+        sequence=event.sequence,
+        step=step_raw if isinstance(step_raw, int) and step_raw >= 0 else 0,
+        usage=TokenUsage.model_validate(usage_raw),
+        model=str(model_raw) if model_raw else None,
+        provider=str(provider_raw) if provider_raw else None,
+    )
 
 
 class LedgerPlugin:
@@ -84,24 +111,14 @@ class LedgerPlugin:
 
     @hookimpl
     def avo_event_appended(self, event: AgentEvent) -> None:
-        """Write a ledger row for a MODEL_RESPONDED event that reports usage."""
-        if event.event_type is not EventType.MODEL_RESPONDED:
+        """Write a ledger row for a MODEL_RESPONDED event that reports usage (once per event)."""
+        row = event_usage(event)
+        if row is None:
             return
-        usage_raw = event.payload.get("usage")
-        if not isinstance(usage_raw, dict):
-            return  # the provider reported no usage: nothing to account
-        usage = TokenUsage.model_validate(usage_raw)
-        model_raw = event.payload.get("model")
-        model = str(model_raw) if model_raw else None
-        step_raw = event.payload.get("step")
-        step = step_raw if isinstance(step_raw, int) else 0
-        provider_raw = event.payload.get("provider")
-        provider = str(provider_raw) if provider_raw else None
-        cost = self.price(provider, model, usage)
-        entry = self.ledger.record(
-            event.run_id, step=step, usage=usage, model=model, cost_usd=cost, provider=provider
-        )
-        self.recorded.append(entry)
+        cost = self.price(row.provider, row.model, row.usage)
+        entry = self.ledger.record_event(event.run_id, replace(row, cost_usd=cost))
+        if entry is not None:
+            self.recorded.append(entry)
 
     def price(self, provider: str | None, model: str | None, usage: TokenUsage) -> Decimal | None:
         """The cost of one call: the price book (when given and no flat rates), else rates."""
@@ -119,4 +136,4 @@ class LedgerPlugin:
         self.ledger.close()
 
 
-__all__ = ["LedgerPlugin", "pricing_from_plugins"]
+__all__ = ["LedgerPlugin", "event_usage", "pricing_from_plugins"]
