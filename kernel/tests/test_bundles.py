@@ -195,3 +195,16 @@ async def test_a_tool_name_clash_is_refused(answer: Any) -> None:
 def test_an_object_without_setup_is_not_a_bundle() -> None:
     with pytest.raises(BundleError, match=r"has no setup\(\) method"):
         AgentRuntime(provider=FakeProvider([]), bundles=[object()])
+
+
+def test_a_runtime_says_which_bundles_it_sets_up() -> None:
+    log = Recorder()
+    kits = [Kit("a", log), Kit("b", log)]
+    runtime = AgentRuntime(provider=FakeProvider([]), event_store=InMemoryEventStore())
+    assert runtime.bundles == ()
+    runtime = AgentRuntime(
+        provider=FakeProvider([]), event_store=InMemoryEventStore(), bundles=kits
+    )
+    assert runtime.bundles == tuple(kits)
+    assert runtime.derive().bundles == tuple(kits)  # an engine's workflow runtime keeps them
+    assert log == []  # nothing is set up until a run starts

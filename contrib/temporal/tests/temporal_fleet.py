@@ -53,6 +53,7 @@ class Fleet:
         mode: str = "bypass_permissions",
         hooks: str = "",
         tool_settings: str = "",
+        extra: str = "",
     ) -> None:
         self.config.write_text(
             f'tools = [{{name = "append_line", settings = {{path = "{self.effects}", '
@@ -66,7 +67,7 @@ class Fleet:
             f"latency = {latency}\nchar_delay = {char_delay}\n"
             f'[store]\nlocation = "{self.store}"\n{self.store_settings}'
             f'[engine]\nname = "temporal"\n[engine.settings]\naddress = "{self.address}"\n'
-            f'task_queue = "{self.queue}"\nheartbeat_seconds = 2\n',
+            f'task_queue = "{self.queue}"\nheartbeat_seconds = 2\n{extra}',
             encoding="utf-8",
         )
 

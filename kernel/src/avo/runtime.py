@@ -240,6 +240,15 @@ class AgentRuntime:
         """The approval seam this runtime uses (the default approves everything)."""
         return self._approval_callback
 
+    @property
+    def bundles(self) -> tuple[Any, ...]:
+        """The bundles this runtime sets up for each run and resume (see avo.bundles), in order.
+
+        An engine that drives runs elsewhere reads it to see what its runs
+        would set up (the ``[memory]`` bundle included).
+        """
+        return tuple(self._bundles)
+
     # ------------------------------------------------------------------ public API
 
     async def run(

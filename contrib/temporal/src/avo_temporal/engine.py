@@ -52,8 +52,10 @@ class TemporalEngine:
         from temporalio.common import WorkflowIDReusePolicy
         from temporalio.exceptions import WorkflowAlreadyStartedError
 
+        from avo_temporal.bundles import check_submission
         from avo_temporal.workflow import WORKFLOW
 
+        check_submission(submission.resolved)  # refused before anything is submitted
         client = await self.client()
         job = {
             "run_id": submission.run_id,
@@ -168,12 +170,18 @@ class TemporalEngine:
         from avo.gc_tuning import tune_gc_for_server
         from avo_temporal import _context
         from avo_temporal.activities import AvoActivities
+        from avo_temporal.bundles import check_worker
         from avo_temporal.effects import ledger_for
         from avo_temporal.worker import build_worker
 
         client = await self.client()
         queue = options.task_queue or self.settings.task_queue
         made = await _compose(options)
+        try:
+            check_worker(made.runtime)  # a bundle would be set up in the workflow: refused
+        except BaseException:
+            await made.aclose()
+            raise
         store_table = made.config.store
         store_settings = getattr(store_table, "settings", None) or {}
         ledger = ledger_for(made.store_location, made.event_store, dict(store_settings))
