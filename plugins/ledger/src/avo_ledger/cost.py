@@ -8,11 +8,8 @@ declare for its model (their catalogs). A total that
 includes rows nobody can price says so: it is partial, and the runs without a
 price are named.
 
-Before reporting, ``avo cost`` brings the ledger up to date with the event log
-of the SQLite store it lives in (the default: one file holds both): a model
-call whose row was never written, because the process died between storing the
-event and the ledger hearing of it, is recorded then (:mod:`avo_ledger.sync`).
-Rows are keyed by event, so nothing is counted twice.
+First, ``avo cost`` records the model calls the log of the SQLite store the
+ledger lives in holds and the ledger lacks (:mod:`avo_ledger.sync`).
 
 Rows keep the tokens read from and written to the vendor's prompt cache: the
 report shows them and what caching saved (the cached tokens at the input price
@@ -33,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from avo.exceptions import StorageError
 from avo.models import TokenUsage
+from avo_ledger.sync import bring_up_to_date
 from avo_sqlite import LedgerEntry, TokenLedger
 
 if TYPE_CHECKING:
@@ -402,10 +400,7 @@ def run(args: argparse.Namespace, *, stdout: Any = None) -> int:
     out = stdout or sys.stdout
     try:
         database = _ledger_file(resolved.store_location, resolved.source("store.location"))
-        if database.exists():
-            from avo_ledger.sync import catch_up_file
-
-            catch_up_file(database)
+        bring_up_to_date(database)
     except StorageError:
         # Another kind of store (PostgreSQL): the ledger hook wrote its rows to the
         # default SQLite file; without one, the store's own events are priced.

@@ -79,4 +79,23 @@ def catch_up_file(database: Path) -> CatchUp | None:
         return asyncio.run(sync())
 
 
-__all__ = ["CatchUp", "catch_up", "catch_up_file"]
+def bring_up_to_date(database: Path) -> None:
+    """:func:`catch_up_file` before a report, when the file exists.
+
+    When that cannot be done now (the file is busy past the write timeout), the
+    report is made from the ledger as it is, with a note on stderr.
+    """
+    if not database.exists():
+        return
+    try:
+        catch_up_file(database)
+    except StorageError as exc:
+        print(
+            f"avo cost: could not bring the ledger up to date with the event log ({exc}); "
+            "the report may leave out model calls whose ledger row was never written. "
+            "Run avo cost again, or avo cost --events",
+            file=sys.stderr,
+        )
+
+
+__all__ = ["CatchUp", "bring_up_to_date", "catch_up", "catch_up_file"]
