@@ -208,3 +208,51 @@ def test_a_runtime_says_which_bundles_it_sets_up() -> None:
     assert runtime.bundles == tuple(kits)
     assert runtime.derive().bundles == tuple(kits)  # an engine's workflow runtime keeps them
     assert log == []  # nothing is set up until a run starts
+
+
+async def test_bundle_tools_join_a_registry_of_the_runtimes_own_kind(
+    call: Any, answer: Any
+) -> None:
+    from avo.models import ToolCall, ToolResult
+    from avo.tools import ToolRegistry
+
+    routed: list[str] = []
+
+    class Remote(ToolRegistry):
+        """A registry that runs its calls elsewhere (as an engine's workflow does)."""
+
+        def with_tools(self, extra: Any) -> ToolRegistry:
+            made = Remote(self.get(name) for name in self.names())
+            for tool in extra:
+                made.register(tool)
+            return made
+
+        async def invoke(self, call: ToolCall, *, completed_tool_call_ids: set[str]) -> ToolResult:
+            routed.append(call.name)
+            return await super().invoke(call, completed_tool_call_ids=completed_tool_call_ids)
+
+    log = Recorder()
+    runtime = AgentRuntime(
+        provider=FakeProvider([call("a_ping"), answer()]),
+        event_store=InMemoryEventStore(),
+        tools=Remote(),
+        bundles=[Kit("a", log)],
+    )
+    result = await runtime.run("task")
+    assert result.status is RunState.COMPLETED, result.error
+    assert routed == ["a_ping"]  # the bundle's tool went the registry's way
+    assert type(runtime.tools) is Remote and "a_ping" not in runtime.tools  # restored
+    with pytest.raises(BundleError, match="'a_ping'"):  # a clash still names the tool
+        await AgentRuntime(
+            provider=FakeProvider([answer()]),
+            event_store=InMemoryEventStore(),
+            tools=[
+                FunctionTool(
+                    name="a_ping",
+                    description="x",
+                    arguments_model=NoArgs,
+                    function=lambda args: "x",
+                )
+            ],
+            bundles=[Kit("a", Recorder())],
+        ).run("task")

@@ -257,16 +257,15 @@ async def open_bundles(
 def _merged_tools(base: Any, extra: Sequence[Any]) -> Any:
     from avo.tools import ToolRegistry
 
-    registry = ToolRegistry([base.get(name) for name in base.names()])
-    for tool in extra:
-        try:
-            registry.register(tool)
-        except DuplicateToolError as exc:
-            raise BundleError(
-                f"a bundle contributed tool {tool.metadata.name!r}, but the run already has a "
-                "tool of that name; rename one of them (MCP tools: use the server-name prefix)",
-            ) from exc
-    return registry
+    try:  # the base registry's own kind: an engine's workflow keeps its calls remote
+        if callable(getattr(base, "with_tools", None)):
+            return base.with_tools(extra)
+        return ToolRegistry([base.get(name) for name in base.names()]).with_tools(extra)
+    except DuplicateToolError as exc:
+        raise BundleError(
+            f"a bundle contributed tool {exc.tool_name!r}, but the run already has a "
+            "tool of that name; rename one of them (MCP tools: use the server-name prefix)",
+        ) from exc
 
 
 __all__ = [

@@ -238,6 +238,18 @@ class ToolRegistry:
         """Registered tool names, in registration order."""
         return list(self._tools)
 
+    def with_tools(self, extra: Iterable[Tool]) -> ToolRegistry:
+        """A new registry of this one's tools, then ``extra``; DuplicateToolError on a clash.
+
+        How a run's bundles add their tools (avo.bundles). A registry that runs
+        its calls elsewhere (an engine's workflow) returns one of its own kind,
+        so the bundles' calls go the same way.
+        """
+        made = ToolRegistry(self._tools.values())
+        for item in extra:
+            made.register(item)
+        return made
+
     def __len__(self) -> int:
         return len(self._tools)
 
