@@ -6,10 +6,26 @@ answer any run's step, before or after a crash): for task ``T`` it asks for
 ``T done`` (after ``latency`` seconds per answer, like a real provider's;
 streamed a character every ``char_delay`` seconds when asked to stream).
 ``append_line`` is a non-idempotent tool: it appends a line to a file (with
-``delay`` seconds in the middle, a window to kill a worker in). With
+``delay`` seconds in the middle, a window to kill a worker in); ``tool``
+names another tool for ``loop`` to call (an MCP server's ``lines__append_line``:
+``avo_temporal_testmcp PATH DELAY`` serves the same tool over stdio), and a
+request that does not offer that tool is answered ``T: no tool NAME offered``. With
 ``progress = N`` it first reports N steps (``avo.tool_progress``, from its
 thread), ``pause`` seconds apart; after the first it waits for the file
 ``gate`` to exist, when one is set.
+"""
+
+MCP_SOURCE = """
+import sys
+
+from avo.tools import ToolRegistry
+from avo_mcp.servers._stdio import serve
+from avo_temporal_testloop import make_append
+
+if __name__ == "__main__":
+    path, delay = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "0"
+    tool = make_append({"path": path, "delay": delay})
+    raise SystemExit(serve(ToolRegistry([tool]), name="lines"))
 """
 
 SOURCE = """
@@ -35,6 +51,7 @@ class LoopProvider:
         self.calls = int(settings.get("calls", 3))
         self.latency = float(settings.get("latency", 0))
         self.char_delay = float(settings.get("char_delay", 0))
+        self.tool = str(settings.get("tool", "append_line"))
 
     async def generate(self, request):
         if self.latency:  # a real provider's time to answer, without the CPU
@@ -42,8 +59,11 @@ class LoopProvider:
         task = next(m["content"] for m in request.messages if m.get("role") == "user")
         done = sum(1 for m in request.messages if m.get("role") == "tool")
         usage = TokenUsage(input_tokens=10, output_tokens=5)
+        offered = [tool.name for tool in request.tools]
+        if self.tool != "append_line" and self.tool not in offered:
+            return ModelResponse(content=f"{task}: no tool {self.tool} offered", usage=usage)
         if done < self.calls:
-            call = ToolCall(name="append_line", arguments={"line": f"{task} {done}"})
+            call = ToolCall(name=self.tool, arguments={"line": f"{task} {done}"})
             return ModelResponse(tool_calls=[call], usage=usage)
         return ModelResponse(content=f"{task} done", usage=usage)
 

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from loop_plugin import SOURCE
+from loop_plugin import MCP_SOURCE, SOURCE
 
 from avo.testing.plugins import write_distribution
 
@@ -35,7 +35,7 @@ class Fleet:
                 "avo.providers": {"loop": "avo_temporal_testloop:provider"},
                 "avo.tools": {"append_line": "avo_temporal_testloop:tool"},
             },
-            modules={"avo_temporal_testloop": SOURCE},
+            modules={"avo_temporal_testloop": SOURCE, "avo_temporal_testmcp": MCP_SOURCE},
         )
         self.store = store
         self.store_settings = store_settings
@@ -53,6 +53,7 @@ class Fleet:
         mode: str = "bypass_permissions",
         hooks: str = "",
         tool_settings: str = "",
+        provider_settings: str = "",
         extra: str = "",
     ) -> None:
         self.config.write_text(
@@ -64,7 +65,7 @@ class Fleet:
             "[policy]\nmax_runtime_seconds = 3600\n"
             "provider_timeout_seconds = 600\ntool_timeout_seconds = 600\n"
             f'[provider]\nname = "loop"\n[provider.settings]\ncalls = {calls}\n'
-            f"latency = {latency}\nchar_delay = {char_delay}\n"
+            f"latency = {latency}\nchar_delay = {char_delay}\n{provider_settings}"
             f'[store]\nlocation = "{self.store}"\n{self.store_settings}'
             f'[engine]\nname = "temporal"\n[engine.settings]\naddress = "{self.address}"\n'
             f'task_queue = "{self.queue}"\nheartbeat_seconds = 2\n{extra}',

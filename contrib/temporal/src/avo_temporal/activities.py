@@ -115,6 +115,7 @@ class AvoActivities:
         self.ledger = ledger
         self.every = max(0.2, heartbeat / 4)
         self.plugins = plugins
+        self.bundles: Any = None  # the worker's run_bundles.WorkerBundles, when it has bundles
         provider = runtime.provider
         snapshot = getattr(provider, "snapshot_state", None)
         stateful = callable(snapshot) and callable(getattr(provider, "restore_state", None))
@@ -191,9 +192,16 @@ class AvoActivities:
         that stops heartbeating is retried elsewhere while it may still be
         running, and only one attempt of a dispatch claims the ledger.
         """
+        request = job.get("bundles")
+        if request is None or self.bundles is None or job["call"]["name"] in self.runtime.tools:
+            return await self._tool(job, self.runtime.tools)
+        async with self.bundles.registry(request) as tools:  # the run's bundles, set up here
+            return await self._tool(job, tools)
+
+    async def _tool(self, job: dict[str, Any], tools: Any) -> dict[str, Any]:
         call = ToolCall.model_validate(job["call"])
         run_id, dispatch = str(job["run_id"]), int(job["dispatch"])
-        metadata = self.runtime.tools.metadata_of(call.name)
+        metadata = tools.metadata_of(call.name)
         effect = metadata.effective_effect if metadata is not None else ToolEffect.PURE
         async with handing_back(), heartbeating(self.every):
             await self.apply_writes(job.get("writes") or [])  # TOOL_STARTED durable first
@@ -203,7 +211,7 @@ class AvoActivities:
                     return recorded
             try:  # the tool's progress goes to the workflow as it comes (progress.py)
                 async with relaying_progress(call.tool_call_id, dispatch):
-                    result = await self.runtime.tools.invoke(call, completed_tool_call_ids=set())
+                    result = await tools.invoke(call, completed_tool_call_ids=set())
             except AvoError as exc:
                 raise application_error(exc) from None
             data: dict[str, Any] = dump(result)

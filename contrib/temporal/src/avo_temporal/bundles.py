@@ -1,17 +1,15 @@
-"""Per-run bundles on Temporal: refused, by the submit and by the worker, with what to do.
+"""Which per-run bundles the temporal engine takes, and the refusal of the others.
 
-A bundle (:mod:`avo.bundles`: ``[mcp]``, ``[skills]``, ``[instructions]``,
-``[memory]``, ``[context]``'s compaction, ``bundles = [...]``) is set up by the
-runtime at the start of every run and resume. On Temporal that would happen in
-the workflow's deterministic code: an MCP server cannot start there (the
-sandbox refuses the subprocess, the bundle records "did not start" and the run
-goes on without its tools), files would be read again on every replay, and a
-bundle's tools would replace the registry whose calls become ``avo.tool``
-activities, so they would run inside the workflow. Until bundles are set up on
-the workers (see docs/temporal.md, "Bundles"), the engine refuses them where
-they are first seen: ``avo run --engine temporal`` before it submits (from its
-own avo.toml) and ``avo worker --engine temporal`` before it polls (from the
-runtime it composed).
+A run's bundles (:mod:`avo.bundles`) are set up on a worker and the workflow
+gets what each contributes through an activity (:mod:`avo_temporal.run_bundles`).
+Only tools and instructions can cross from a worker to the workflow: request
+shapers and hooks are objects of the worker's process that the workflow's
+deterministic code would have to call. So the engine takes the bundles whose
+parts are tools and instructions (:data:`SUPPORTED`: ``[mcp]``, ``[skills]``,
+``[instructions]``) and refuses the others (``[memory]``, ``[context]``'s
+compaction, ``bundles = [...]``) where they are first seen: ``avo run
+--engine temporal`` before it submits (from its own avo.toml) and ``avo
+worker --engine temporal`` before it polls (from the runtime it composed).
 """
 
 from __future__ import annotations
@@ -24,6 +22,9 @@ from avo.exceptions import BundleError
 
 TABLES = ("mcp", "skills", "instructions", "memory")
 """Config tables that each enable the bundle of the same name."""
+
+SUPPORTED = frozenset({"mcp", "skills", "instructions"})
+"""Bundles whose parts are tools and instructions only: set up on the workers."""
 
 
 def _where(name: str) -> str:
@@ -43,11 +44,11 @@ def refusal(names: Iterable[str], who: str) -> BundleError:
     plural = "s" if len(found) > 1 else ""
     return BundleError(
         f"{who}: the temporal engine cannot set up bundle{plural} {quoted} ({settings} in "
-        "avo.toml) yet: a bundle is set up for each run, and on Temporal that setup would run "
-        "in the workflow's deterministic code, where an MCP server cannot start and a "
-        "bundle's tools do not reach the workers; run such runs in process (without --engine "
-        f"temporal or [engine]), or remove {settings} from the avo.toml of the workers and of "
-        "avo run --engine temporal",
+        "avo.toml): a bundle's request shapers and hooks would have to run in the workflow's "
+        "deterministic code, and only tools and instructions cross from the workers "
+        f"(bundles {', '.join(sorted(SUPPORTED))} work); run such runs in process (without "
+        f"--engine temporal or [engine]), or remove {settings} from the avo.toml of the workers "
+        "and of avo run --engine temporal",
         plugin=found[0] if found else None,
     )
 
@@ -60,7 +61,7 @@ def configured(config: Any) -> list[str]:
         if settings is None:
             continue
         enabled = settings.get("enabled", True) if isinstance(settings, dict) else True
-        if enabled is not False:
+        if enabled is not False and getattr(settings, "enabled", True) is not False:
             names.append(table)
     context = getattr(config, "context", None)
     if context is not None and getattr(context, "policy", None) == "compaction":
@@ -71,17 +72,19 @@ def configured(config: Any) -> list[str]:
 
 
 def check_submission(resolved: Any) -> None:
-    """Raise BundleError when the submitter's avo.toml enables a bundle (nothing is submitted)."""
+    """Raise BundleError when the submitter's avo.toml enables a bundle the engine refuses."""
     names = configured(resolved.config) if resolved is not None else []
-    if names:
-        raise refusal(names, "avo run --engine temporal")
+    refused = [name for name in names if name not in SUPPORTED]
+    if refused:
+        raise refusal(refused, "avo run --engine temporal")
 
 
 def check_worker(runtime: Any) -> None:
-    """Raise BundleError when the worker's composed runtime sets up bundles for its runs."""
+    """Raise BundleError when the worker's runtime sets up a bundle the engine refuses."""
     names = [bundle_name(bundle) for bundle in getattr(runtime, "bundles", ())]
-    if names:
-        raise refusal(names, "avo worker --engine temporal")
+    refused = [name for name in names if name not in SUPPORTED]
+    if refused:
+        raise refusal(refused, "avo worker --engine temporal")
 
 
-__all__ = ["TABLES", "check_submission", "check_worker", "configured", "refusal"]
+__all__ = ["SUPPORTED", "TABLES", "check_submission", "check_worker", "configured", "refusal"]

@@ -172,19 +172,21 @@ class TemporalEngine:
         from avo_temporal.activities import AvoActivities
         from avo_temporal.bundles import check_worker
         from avo_temporal.effects import ledger_for
+        from avo_temporal.run_bundles import WorkerBundles
         from avo_temporal.worker import build_worker
 
         client = await self.client()
         queue = options.task_queue or self.settings.task_queue
         made = await _compose(options)
         try:
-            check_worker(made.runtime)  # a bundle would be set up in the workflow: refused
+            check_worker(made.runtime)  # a bundle whose parts cannot cross to the workflow
         except BaseException:
             await made.aclose()
             raise
         store_table = made.config.store
         store_settings = getattr(store_table, "settings", None) or {}
         ledger = ledger_for(made.store_location, made.event_store, dict(store_settings))
+        activities: AvoActivities | None = None
         try:
             activities = AvoActivities(
                 made.runtime,
@@ -192,6 +194,9 @@ class TemporalEngine:
                 ledger,
                 self.settings.heartbeat_seconds,
                 plugins=made.manager,
+            )
+            activities.bundles = WorkerBundles(
+                made.runtime, options.resolved.environ, options.workspace
             )
             _context.register(
                 queue,
@@ -214,6 +219,9 @@ class TemporalEngine:
             await worker.run()
         finally:
             _context.unregister(queue)
+            with contextlib.suppress(Exception):
+                if activities is not None:  # the runs' MCP servers stop with the worker
+                    await activities.bundles.close_all()
             with contextlib.suppress(Exception):
                 await ledger.close()
             await made.aclose()

@@ -25,6 +25,8 @@ that carries writes starts only once such a batch has landed.
 from __future__ import annotations
 
 import asyncio
+import copy
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -53,7 +55,7 @@ from avo.models import (
 )
 from avo.sessions import SessionRecord
 from avo.tool_progress import ProgressReporter, progress_reporter
-from avo.tools import ToolRegistry, failed_result
+from avo.tools import Tool, ToolRegistry, failed_result
 from avo_temporal.activities import MODEL, STORE, TOOL
 from avo_temporal.codec import UNKNOWN_OUTCOME, WRITES_FAILED, dump, error_from, load
 
@@ -197,6 +199,21 @@ class ActivityToolRegistry(ToolRegistry):
         self._reporters: dict[str, tuple[int, ProgressReporter]] = {}  # calls in flight
         self._timeout = timedelta(seconds=(timeout or 3600) + heartbeat)
         self._heartbeat = timedelta(seconds=heartbeat)
+        self.bundle_request: dict[str, Any] | None = None  # the run's bundles (run_bundles)
+
+    def with_tools(self, extra: Iterable[Tool]) -> ToolRegistry:
+        """This registry with a run's bundle tools: their calls are ``avo.tool`` activities too.
+
+        The copy shares the calls in flight (dispatch numbers, progress
+        recorders) with this registry, which the workflow's signals reach.
+        """
+        made = copy.copy(self)
+        made._tools = dict(self._tools)
+        made._metadata = None
+        made._risks = dict(self._risks)
+        for item in extra:
+            made.register(item)
+        return made
 
     def _retry(self, effect: ToolEffect) -> RetryPolicy:
         # A retry is always safe: it returns the ledger's result, reruns a call whose
@@ -227,6 +244,8 @@ class ActivityToolRegistry(ToolRegistry):
         self._dispatches[call.tool_call_id] = dispatch
         writes = await self._store.landed()
         job = {"run_id": self._run_id, "call": dump(call), "dispatch": dispatch, "writes": writes}
+        if self.bundle_request is not None:  # a worker without the run's bundles sets them up
+            job["bundles"] = self.bundle_request
         started_at, started = workflow.now(), workflow.time()
         options = {
             "start_to_close_timeout": self._timeout,

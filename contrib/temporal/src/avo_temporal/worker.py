@@ -9,6 +9,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from avo_temporal.activities import AvoActivities
+from avo_temporal.run_bundles import BundleActivities
 from avo_temporal.workflow import AvoRunWorkflow
 
 DEFAULT_CONCURRENCY = 100
@@ -46,7 +47,12 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AvoRunWorkflow],
-        activities=[activities.model, activities.tool, activities.store_call],
+        activities=[
+            activities.model,
+            activities.tool,
+            activities.store_call,
+            BundleActivities(activities.bundles).bundles_call,
+        ],
         workflow_runner=runner,
         max_concurrent_activities=limit,
         # Workflow tasks are CPU work under one GIL: a few at a time each finish fast

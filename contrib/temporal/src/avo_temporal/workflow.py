@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from avo.approval import Answer, AnswerKind
-    from avo.exceptions import AvoError, SessionError
+    from avo.exceptions import AvoError, BundleError, SessionError
     from avo.models import RunRecord, RunResult
     from avo.ops.cancel import cancel_run
     from avo.ops.resume import close_open_calls
@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         SessionActivityStore,
         StatefulActivityProvider,
     )
+    from avo_temporal.run_bundles import proxies
 
 WORKFLOW = "avo.run"
 """The workflow type name; its id is the avo run id."""
@@ -127,7 +128,10 @@ class AvoRunWorkflow:
             heartbeat=settings.heartbeat_seconds,
             resumed=resumed,
         )
+        # a run's bundles are set up on a worker, through an activity (run_bundles), not here
+        remote = {"bundles": proxies(real.bundles, tools)} if real.bundles else {}
         rt = real.derive(
+            **remote,
             provider=provider,
             tools=tools,
             event_store=store,
@@ -182,7 +186,7 @@ class AvoRunWorkflow:
                         session_id=job.get("session_id"),
                     )
                 )
-            except SessionError as exc:  # refused before the run existed: no retry helps
+            except (SessionError, BundleError) as exc:  # refused before the run existed
                 raise ApplicationError(
                     str(exc), type=type(exc).__name__, non_retryable=True
                 ) from None
