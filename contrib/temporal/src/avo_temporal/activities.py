@@ -4,7 +4,8 @@
 through the worker's tools with the effect ledger around it, ``avo.store``
 reads and writes the avo event store. The worker's runtime (composed from its
 avo.toml) owns the real provider, tools and store; the workflow reaches them
-only through these three activities.
+only through these three activities (and a run's bundles through a fourth,
+``avo.bundles``, in :mod:`avo_temporal.run_bundles`).
 
 The workflow does not write the store with activities of their own: its
 store proxy keeps the run's writes until the next activity, and the model or

@@ -1,4 +1,4 @@
-"""The worker of ``avo worker --engine temporal``: the run workflow and the three activities."""
+"""The worker of ``avo worker --engine temporal``: the run workflow and its activities."""
 
 from __future__ import annotations
 
