@@ -263,6 +263,37 @@ async def test_following_an_engine_run_reads_only_its_new_events() -> None:
     assert seen and seen[0].sequence == after + 1
 
 
+async def test_a_follower_reports_a_driver_that_stopped_and_reads_the_store_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from avo.exceptions import EngineRunGoneError
+
+    monkeypatch.setattr("avo.ops._engine.DRIVER_CHECK_SECONDS", 0.0)
+    store = InMemoryEventStore()
+    await _runtime(store, None).run("write", run_id="r1")  # paused at the approval
+    head = await store.get_run("r1")
+    assert head is not None
+    after = (await store.get_events_after("r1", 0))[-1].sequence
+    asked: list[str] = []
+
+    async def stopped() -> str | None:
+        asked.append("?")
+        return "its workflow failed: boom" if len(asked) > 2 else None
+
+    with pytest.raises(EngineRunGoneError, match=r"run r1 is paused, but its engine stopped"):
+        await follow(store, "r1", after=after, paused_ok=False, driver=stopped)
+    assert len(asked) == 3
+    with pytest.raises(EngineRunGoneError, match=r"run r9 never started.*failed: boom"):
+        await follow(store, "r9", driver=stopped)
+
+    async def ended_as_it_stopped() -> str:  # the driver's last write landed meanwhile
+        await cancel_run(offline_runtime(store, environ={}), head, "done elsewhere")
+        return "its workflow completed"
+
+    result = await follow(store, "r1", after=after, paused_ok=False, driver=ended_as_it_stopped)
+    assert result.status is RunState.CANCELLED
+
+
 async def test_an_engine_run_whose_engine_is_not_installed_is_a_clear_error() -> None:
     store = InMemoryEventStore()
     await _runtime(store, {"name": "elsewhere"}).run("write", run_id="r1")

@@ -15,6 +15,13 @@ drives records it in its first event (``RUN_CREATED`` payload ``engine``:
 operations (:mod:`avo.ops`: cancel, approve / deny / answer, resume) then relay
 to that engine as *signals* (:data:`OPERATIONS`) instead of writing to the run
 themselves, so the run's driver stays the only writer of its log.
+
+An engine may also offer ``async stopped_driving(run_id) -> str | None``:
+None while it drives the run (or is about to), else a few words on why it
+stopped (its workflow failed or was terminated). Whoever follows the run in
+the store (``avo run --engine``, ``avo runs resume|cancel``) asks it now and
+then, so a driver that dies before the run ends is reported instead of waited
+for forever.
 """
 
 from __future__ import annotations

@@ -124,6 +124,45 @@ class TemporalEngine:
             task_timeout=TASK_TIMEOUT,
         )
 
+    async def stopped_driving(self, run_id: str) -> str | None:
+        """None while the run's workflow runs; else how it ended (failed, terminated, ...).
+
+        Asked now and then by whoever follows the run in the store, so a workflow
+        that ends before its run does (its first task failed, an operator
+        terminated it) is reported instead of waited for.
+        """
+        from temporalio.api.enums.v1 import WorkflowExecutionStatus
+        from temporalio.client import WorkflowFailureError
+        from temporalio.service import RPCError, RPCStatusCode
+
+        handle = (await self.client()).get_workflow_handle(run_id)
+        try:
+            described = await handle.describe()
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                return f"no workflow {run_id} on {self.settings.address}"
+            return None  # the server does not answer now: ask again later
+        status = described.raw_description.workflow_execution_info.status
+        if status in (
+            WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING,
+            WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW,
+        ):
+            return None
+        name = WorkflowExecutionStatus.Name(status).removeprefix("WORKFLOW_EXECUTION_STATUS_")
+        why = f"its workflow {name.lower().replace('_', ' ')}"
+        try:
+            await handle.result()
+        except WorkflowFailureError as exc:
+            cause = exc.cause
+            while getattr(cause, "cause", None) is not None:
+                cause = cause.cause  # the innermost: the error the run's code raised
+            detail = " ".join(str(cause or exc).split())
+            if detail:
+                why += f": {detail[:300]}"
+        except Exception:  # the status alone still says what happened
+            pass
+        return why
+
     async def stream_text(
         self, run_id: str, *, every: float = 0.25
     ) -> AsyncIterator[tuple[str, str]]:

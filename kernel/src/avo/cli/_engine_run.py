@@ -30,7 +30,7 @@ async def submit_and_follow(args: argparse.Namespace, task: str, config: Any, en
     from avo.cli._session_flags import choose_session
     from avo.engines import RunSubmission
     from avo.models import new_id
-    from avo.ops._engine import follow
+    from avo.ops._engine import driver_check, follow
 
     quiet = args.quiet or args.json
     verbosity = int(getattr(args, "avo_verbose", 0) or 0)
@@ -64,7 +64,12 @@ async def submit_and_follow(args: argparse.Namespace, task: str, config: Any, en
         shown = _Shown()
         watching = asyncio.create_task(shown.watch(engine, run_id)) if streams else None
         try:
-            result = await follow(store, run_id, on_event=progress.avo_event_appended)
+            result = await follow(
+                store,
+                run_id,
+                on_event=progress.avo_event_appended,
+                driver=driver_check(engine, run_id),
+            )
         except (KeyboardInterrupt, asyncio.CancelledError):
             print(
                 f"\navo: stopped following run {run_id}; it goes on on the {engine.name} "

@@ -11,17 +11,36 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from avo.engines import Engine, engine_record, open_engine
-from avo.exceptions import EngineError, RunNotFoundError
+from avo.exceptions import EngineError, EngineRunGoneError, RunNotFoundError
 from avo.models import RunRecord, RunResult
 from avo.state import RunState, is_terminal
 from avo.storage.base import events_after
 
 POLL_SECONDS = 0.1
 """How often :func:`follow` reads the run head."""
+
+DRIVER_CHECK_SECONDS = 2.0
+"""How often :func:`follow` asks the engine whether it still drives the run."""
+
+DriverCheck = Callable[[], Awaitable[str | None]]
+"""``check()``: None while the engine drives the run, else why it stopped."""
+
+
+def driver_check(engine: Any, run_id: str) -> DriverCheck | None:
+    """``engine.stopped_driving`` for ``run_id``, when the engine offers it."""
+    stopped = getattr(engine, "stopped_driving", None)
+    if not callable(stopped):
+        return None
+
+    async def check() -> str | None:
+        why = await stopped(run_id)
+        return str(why) if why else None
+
+    return check
 
 
 async def engine_of(store: Any, run_id: str) -> dict[str, Any] | None:
@@ -47,9 +66,11 @@ async def relay(
     payload: Mapping[str, Any],
     *,
     environ: Mapping[str, str] | None = None,
-) -> None:
-    """Send ``operation`` to the engine driving ``run_id``."""
-    await engine_for(record, run_id, environ).signal(run_id, operation, dict(payload))
+) -> DriverCheck | None:
+    """Send ``operation`` to the engine driving ``run_id``; the check of its driver (if any)."""
+    engine = engine_for(record, run_id, environ)
+    await engine.signal(run_id, operation, dict(payload))
+    return driver_check(engine, run_id)
 
 
 def result_of_head(run: RunRecord) -> RunResult:
@@ -74,6 +95,7 @@ async def follow(
     wait_seconds: float | None = None,
     on_event: Any = None,
     paused_ok: bool = True,
+    driver: DriverCheck | None = None,
 ) -> RunResult:
     """Read ``run_id`` from the store until it ends (or pauses past event ``after``).
 
@@ -81,9 +103,15 @@ async def follow(
 
     ``on_event(event)`` sees every event after sequence ``after`` as it appears.
     ``paused_ok=False`` waits past pauses too (until the run is terminal).
+    ``driver`` (:func:`driver_check`) is asked every :data:`DRIVER_CHECK_SECONDS`
+    whether the engine still drives the run; once it says no, the store is read
+    one last time and :class:`~avo.exceptions.EngineRunGoneError` is raised if
+    the run did not end there.
     Raises :class:`~avo.exceptions.EngineError` when ``wait_seconds`` pass first.
     """
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
+    next_check = time.monotonic() + DRIVER_CHECK_SECONDS
+    gone: str | None = None  # why the engine stopped driving the run
     seen = after
     last: Any = None  # the newest event read so far
     while True:
@@ -102,6 +130,13 @@ async def follow(
             or (paused_ok and seen > after and run.state is RunState.PAUSED and _settled(last))
         ):
             return result_of_head(run)
+        if gone is not None:
+            raise _gone(run_id, run, gone)
+        if driver is not None and time.monotonic() >= next_check:
+            gone = await driver()  # if so, the store gets one more read first
+            next_check = time.monotonic() + DRIVER_CHECK_SECONDS
+            if gone is not None:
+                continue
         if deadline is not None and time.monotonic() > deadline:
             state = run.state.value if run is not None else "not picked up by a worker"
             raise EngineError(
@@ -112,9 +147,32 @@ async def follow(
         await asyncio.sleep(POLL_SECONDS)
 
 
+def _gone(run_id: str, run: RunRecord | None, why: str) -> EngineRunGoneError:
+    if run is None:
+        return EngineRunGoneError(
+            f"run {run_id} never started: its engine stopped driving it first ({why}); "
+            "nothing was recorded. The worker's log says why; fix that and run the task again",
+            run_id=run_id,
+        )
+    return EngineRunGoneError(
+        f"run {run_id} is {run.state.value}, but its engine stopped driving it ({why}); "
+        f"the worker's log says why. Continue it with avo runs resume {run_id}, "
+        f"or end it with avo runs cancel {run_id}",
+        run_id=run_id,
+    )
+
+
 def _settled(last: Any) -> bool:
     """True when the log's last event leaves the run paused (not a resume in between)."""
     return last is not None and last.payload.get("to_state") == RunState.PAUSED.value
 
 
-__all__ = ["engine_for", "engine_of", "follow", "relay", "result_of_head"]
+__all__ = [
+    "DriverCheck",
+    "driver_check",
+    "engine_for",
+    "engine_of",
+    "follow",
+    "relay",
+    "result_of_head",
+]

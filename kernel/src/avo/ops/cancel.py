@@ -65,13 +65,18 @@ async def cancel(
     record = engine_record(events)
     if record is not None:
         try:
-            await relay(record, run_id, "cancel", {"reason": reason}, environ=environ)
+            driver = await relay(record, run_id, "cancel", {"reason": reason}, environ=environ)
         except EngineRunGoneError:
             pass  # no driver left to end it: end it here, as a dead process's run
         else:
             after = events[-1].sequence if events else 0
             return await follow(
-                store, run_id, after=after, wait_seconds=wait_seconds, paused_ok=False
+                store,
+                run_id,
+                after=after,
+                wait_seconds=wait_seconds,
+                paused_ok=False,
+                driver=driver,
             )
     async with holding_lease(store, run_id, owner=owner, doing="cancel") as writer:
         return await cancel_run(offline_runtime(writer, environ=environ), run, reason)

@@ -210,6 +210,7 @@ async def _resume_through_engine(
     from avo.ops._engine import follow, relay
     from avo.ops.approval import answer_requests
 
+    driver = None  # (after answers, the driver was signalled by answer_requests)
     if answers:
         given = {key: Answer.coerce(value) for key, value in answers.items()}
         await answer_requests(store, run_id, given, environ=environ)
@@ -217,9 +218,9 @@ async def _resume_through_engine(
         if not fail_open_tool_calls:
             _refuse_open_calls(run_id, events)
         payload = {"fail_open_tool_calls": fail_open_tool_calls}
-        await relay(record, run_id, "resume", payload, environ=environ)
+        driver = await relay(record, run_id, "resume", payload, environ=environ)
     after = events[-1].sequence if events else 0
-    return await follow(store, run_id, after=after, on_event=on_event)
+    return await follow(store, run_id, after=after, on_event=on_event, driver=driver)
 
 
 def _refuse_open_calls(run_id: str, events: list[Any]) -> None:
