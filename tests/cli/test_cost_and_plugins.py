@@ -73,6 +73,25 @@ def test_a_total_over_priced_and_unpriced_runs_says_it_is_partial(cli: CLI) -> N
         "Cost: 0.007000 USD, partial: 1 of 2 runs include calls with no known price"
     )
     assert any(line.startswith(priced) for line in text)
+    assert text[-1].startswith(
+        "No price is known for some calls (a cost marked * leaves them out): "
+        'give each model its prices in avo.toml ([pricing."fake"] input = ...'
+    )
+
+
+def test_unpriced_calls_get_a_hint_that_prices_them(cli: CLI) -> None:
+    write(cli.cwd / "avo.toml", LEDGER + FAKE_ANSWER)
+    assert cli("run", "hello").code == 0
+    text = cli("cost").out.splitlines()
+    assert text[1].endswith("Cost: unknown (no price is known for any model call)")
+    assert text[-1].startswith("No price is known for these calls: give each model its prices")
+    # doing what it says prices them: 5 input and 2 output tokens at 1 and 2 USD / 1M
+    write(
+        cli.cwd / "avo.toml",
+        LEDGER + FAKE_ANSWER + '\n[pricing."fake"]\ninput = 1\noutput = 2\n',
+    )
+    report = json.loads(cli("cost", "--json").out)
+    assert Decimal(report["cost_usd"]) == Decimal("0.000009"), report
 
 
 TOOL_WITH_ENV = """

@@ -145,10 +145,16 @@ class CostReport:
                 f"  {_saved(model.saved_usd, model.usage):>9}"
             )
         if self.unpriced_runs:
+            unpriced = sorted({m.model for m in self.models if m.unpriced})
+            which = (
+                "some calls (a cost marked * leaves them out)" if self.partial else "these calls"
+            )
             lines += [
                 "",
-                "No price is known for some calls (marked *): set [budget] "
-                "input_per_1k / output_per_1k, or AVO_USAGE_RATES_INPUT_PER_1K / _OUTPUT_PER_1K.",
+                f"No price is known for {which}: give each model its prices in avo.toml "
+                f'([pricing."{unpriced[0] if unpriced else "provider/model"}"] input = ..., '
+                "output = ..., USD per million tokens), or set flat rates with [budget] "
+                "input_per_1k / output_per_1k or AVO_USAGE_RATES_INPUT_PER_1K / _OUTPUT_PER_1K.",
             ]
         return "\n".join(lines) + "\n"
 
