@@ -53,7 +53,8 @@ DEFAULT_INTERVAL = 1.0
 """Seconds between two recorded updates of one call (sooner ones wait, newest wins)."""
 DEFAULT_LIMIT = 100
 """Recorded updates per call before only the last one is."""
-_MESSAGE_CHARS = 500
+MESSAGE_CHARS = 500
+"""What is kept of a report's message."""
 
 _REPORTER: ContextVar[ProgressReporter | None] = ContextVar("avo_tool_progress", default=None)
 
@@ -90,91 +91,116 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class _Recorder:
-    """One tool call's progress: throttled appends to the run's log, written as they come."""
+Update = tuple[float, float | None, str | None]
+"""``(progress, total, message)`` of one report."""
 
-    __slots__ = (
-        "_loop",
-        "_timer",
-        "_writer",
-        "call",
-        "closed",
-        "ctx",
-        "interval",
-        "last_at",
-        "limit",
-        "live",
-        "recorded",
-        "rt",
-        "waiting",
-    )
+
+class ProgressThrottle:
+    """One call's reports, thinned: what :class:`_Recorder` records and an engine relays.
+
+    The first report is passed on at once; later ones at most every
+    ``interval`` seconds of ``clock`` (a sooner one waits, replaced by any newer
+    one, and goes when due or at :meth:`finish`); past ``limit`` passed-on
+    reports only the last one is. A report made off the loop the throttle was
+    made on (a sync tool's worker thread) is handed to that loop first, in
+    order. A subclass says what passing one on means (:meth:`emit`).
+    """
 
     def __init__(
         self,
-        rt: AgentRuntime,
-        ctx: _RunContext,
-        call: ToolCall,
+        clock: Callable[[], float],
         *,
-        live: bool,
         interval: float | None = None,
         limit: int | None = None,
     ) -> None:
-        self.rt, self.ctx, self.call, self.live = rt, ctx, call, live
+        self.clock = clock
         self.interval = DEFAULT_INTERVAL if interval is None else interval
         self.limit = DEFAULT_LIMIT if limit is None else limit
-        self.recorded = 0
+        self.count = 0
         self.last_at: float | None = None
-        self.waiting: tuple[float, float | None, str | None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self.waiting: Update | None = None
         self.closed = False
         self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def reported(self) -> bool:
+        """True once the call reported anything (most calls never do)."""
+        return self.last_at is not None or self.waiting is not None
+
+    def emit(self, update: Update) -> None:
+        """Pass one report on (a subclass records or sends it)."""
+        raise NotImplementedError
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         if self.closed or not isinstance(progress, int | float) or not math.isfinite(progress):
             return
         if _running_loop() is not self._loop:
-            # A sync tool in its worker thread: the run's state belongs to the run's
-            # loop, so the update is handed over (in order, ahead of the call's end).
+            # A sync tool in its worker thread: the state belongs to the loop, so the
+            # report is handed over (in order, ahead of the call's end).
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to tell
                 self._loop.call_soon_threadsafe(self, progress, total, message)
             return
-        update = (progress, total, message)
-        now = self.rt.timer()
+        update = (float(progress), total, message)
+        now = self.clock()
         last = self.last_at
-        if (last is None or now - last >= self.interval) and self.recorded < self.limit:
+        if (last is None or now - last >= self.interval) and self.count < self.limit:
             self.waiting = None
-            self._record(update, now)
+            self._pass(update, now)
             return
-        self.waiting = update  # newest wins; recorded when due or when the call ends
-        if self._timer is None and self.recorded < self.limit and last is not None:
-            with contextlib.suppress(RuntimeError):
-                delay = max(0.0, last + self.interval - now)
-                self._timer = asyncio.get_running_loop().call_later(delay, self._due)
+        self.waiting = update  # newest wins; passed on when due or when the call ends
+        if self._timer is None and self.count < self.limit and last is not None:
+            delay = max(0.0, last + self.interval - now)
+            self._timer = self._loop.call_later(delay, self._due)
 
     def _due(self) -> None:
         self._timer = None
         if self.waiting is not None and not self.closed:
             update, self.waiting = self.waiting, None
-            self._record(update, self.rt.timer())
+            self._pass(update, self.clock())
 
-    def _record(self, update: tuple[float, float | None, str | None], now: float) -> None:
+    def _pass(self, update: Update, now: float) -> None:
+        self.emit(update)
+        self.count += 1
+        self.last_at = now
+
+    def finish(self) -> None:
+        """The call ended: pass on the report still waiting; take no more."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.waiting is not None and not self.closed:
+            update, self.waiting = self.waiting, None
+            self._pass(update, self.clock())
+        self.closed = True
+
+
+class _Recorder(ProgressThrottle):
+    """One tool call's progress: throttled appends to the run's log, written as they come.
+
+    The seconds are the runtime's own (``rt.timer``), so a workflow's replay
+    records the same updates.
+    """
+
+    def __init__(self, rt: AgentRuntime, ctx: _RunContext, call: ToolCall, *, live: bool) -> None:
+        super().__init__(rt.timer)
+        self.rt, self.ctx, self.call, self.live = rt, ctx, call, live
+        self._writer: asyncio.Task[None] | None = None
+
+    def emit(self, update: Update) -> None:
         from avo.runtime_persistence import append
 
         progress, total, message = update
         payload: dict[str, Any] = {
             "tool_call_id": self.call.tool_call_id,
             "name": self.call.name,
-            "progress": float(progress),
+            "progress": progress,
             "total": float(total) if isinstance(total, int | float) else None,
-            "message": message[:_MESSAGE_CHARS] if isinstance(message, str) else None,
+            "message": message[:MESSAGE_CHARS] if isinstance(message, str) else None,
         }
         append(self.rt, self.ctx, EventType.TOOL_PROGRESS, payload)
-        self.recorded += 1
-        self.last_at = now
         if self.live and (self._writer is None or self._writer.done()):
-            with contextlib.suppress(RuntimeError):
-                self._writer = asyncio.get_running_loop().create_task(self._write())
+            self._writer = self._loop.create_task(self._write())
 
     async def _write(self) -> None:
         from avo.runtime_persistence import flush
@@ -184,13 +210,7 @@ class _Recorder:
 
     async def close(self) -> None:
         """The call ended: record the update still waiting, and finish writing."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self.waiting is not None:
-            update, self.waiting = self.waiting, None
-            self._record(update, self.rt.timer())
-        self.closed = True
+        self.finish()
         if self._writer is not None:  # the run's own next write must not overlap it
             await asyncio.shield(self._writer)
 
@@ -209,16 +229,19 @@ async def recording_progress(
         return await invocation
     finally:
         _REPORTER.reset(token)
-        if recorder.last_at is None and recorder.waiting is None:
-            recorder.closed = True  # nothing reported (most calls): nothing to finish
-        else:
+        if recorder.reported:
             await recorder.close()
+        else:
+            recorder.closed = True  # nothing reported (most calls): nothing to finish
 
 
 __all__ = [
     "DEFAULT_INTERVAL",
     "DEFAULT_LIMIT",
+    "MESSAGE_CHARS",
     "ProgressReporter",
+    "ProgressThrottle",
+    "Update",
     "progress_reporter",
     "recording_progress",
     "report_progress",
